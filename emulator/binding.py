@@ -1,0 +1,245 @@
+"""Binding tables and every binding rule of directml.md §3.
+
+Bind* calls check what they can alone (count, type, range inside the buffer, offset alignment,
+SizeInBytes >= TotalTensorSizeInBytes, OWNED_BY_DML bound only at initialization);
+``check_complete`` and ``check_overlaps`` run at RecordDispatch, when inputs and outputs are both
+known. Bind* return nothing in C, so a failure also removes the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from descriptors import (
+    DML_BINDING_DESC,
+    DML_BINDING_TABLE_DESC,
+    DML_BINDING_TYPE,
+    DML_BUFFER_ARRAY_BINDING,
+    DML_BUFFER_BINDING,
+    DML_PERSISTENT_BUFFER_ALIGNMENT,
+    DML_TEMPORARY_BUFFER_ALIGNMENT,
+)
+
+from .errors import invalid_arg
+from .resources import address, resource_bytes
+from .validation import Tensor, fmt
+
+if TYPE_CHECKING:
+    from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperatorInitializer
+
+BT = DML_BINDING_TYPE
+NONE, BUFFER, BUFFER_ARRAY = (BT.DML_BINDING_TYPE_NONE, BT.DML_BINDING_TYPE_BUFFER,
+                              BT.DML_BINDING_TYPE_BUFFER_ARRAY)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A checked buffer binding: the whole resource's bytes, and the bound range in it."""
+
+    resource: np.ndarray
+    offset: int
+    size: int
+    extent: int  # bytes the bound tensor addresses from offset (its TotalTensorSizeInBytes)
+
+    def region(self) -> np.ndarray:
+        return self.resource[self.offset:self.offset + self.size]
+
+    def span(self) -> tuple[int, int]:
+        start = address(self.resource) + self.offset
+        return start, start + self.extent
+
+
+def _as_binding(b: Any, where: str) -> tuple[DML_BINDING_TYPE, Any]:
+    """Normalise a DML_BINDING_DESC (or None, a bare DML_BUFFER_BINDING / ARRAY) to (type, desc)."""
+    if b is None:
+        return NONE, None
+    if isinstance(b, DML_BUFFER_BINDING):
+        return BUFFER, b
+    if isinstance(b, DML_BUFFER_ARRAY_BINDING):
+        return BUFFER_ARRAY, b
+    if not isinstance(b, DML_BINDING_DESC):
+        raise invalid_arg(f"{where}: {type(b).__name__} is not a DML_BINDING_DESC")
+    if b.Type not in BT._value2member_map_:
+        raise invalid_arg(f"{where}: Type = {fmt(b.Type)} is not a DML_BINDING_TYPE")
+    kind = BT(b.Type)
+    expected = {BUFFER: DML_BUFFER_BINDING, BUFFER_ARRAY: DML_BUFFER_ARRAY_BINDING}.get(kind)
+    if expected is not None and not isinstance(b.Desc, expected):
+        raise invalid_arg(f"{where}: a {kind.name} binding needs Desc to be a "
+                          f"{expected.__name__}, not {type(b.Desc).__name__}")
+    return kind, b.Desc
+
+
+def check_buffer(bb: DML_BUFFER_BINDING, where: str, need: int, alignment: int) -> Bound:
+    """One buffer binding: non-null, aligned offset, range inside the buffer, big enough."""
+    if bb.Buffer is None:
+        raise invalid_arg(f"{where}: Buffer is null but this bind point needs a buffer")
+    res = resource_bytes(bb.Buffer, where)
+    off = bb.Offset
+    if not isinstance(off, (int, np.integer)) or isinstance(off, bool) or off < 0:
+        raise invalid_arg(f"{where}: Offset = {fmt(off)} is invalid: must be a byte count >= 0")
+    off = int(off)
+    if off % alignment:
+        raise invalid_arg(f"{where}: Offset = {off} is invalid: must be a multiple of "
+                          f"{alignment} bytes")
+    size = res.size - off if bb.SizeInBytes is None else bb.SizeInBytes
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 0:
+        raise invalid_arg(f"{where}: SizeInBytes = {fmt(size)} is invalid: must be a byte "
+                          "count >= 0")
+    size = int(size)
+    if off + size > res.size:
+        raise invalid_arg(f"{where}: Offset + SizeInBytes = {off} + {size} = {off + size} is "
+                          f"invalid: the range must lie inside the buffer ({res.size} bytes)")
+    if size < need:
+        raise invalid_arg(f"{where}: SizeInBytes = {size} is invalid: must be at least "
+                          f"{need} (the tensor's TotalTensorSizeInBytes)")
+    return Bound(res, off, size, need)
+
+
+def bind_tensor(b: Any, where: str, tensor: Tensor | None) -> Bound | None:
+    """A tensor bind point at execution."""
+    kind, desc = _as_binding(b, where)
+    if tensor is None:
+        if kind != NONE:
+            raise invalid_arg(f"{where}: the optional tensor is absent (null) in the operator "
+                              "desc, so it must be bound as DML_BINDING_TYPE_NONE, not "
+                              f"{kind.name}")
+        return None
+    if tensor.owned_by_dml:
+        if kind != NONE:
+            raise invalid_arg(f"{where}: the tensor is flagged DML_TENSOR_FLAG_OWNED_BY_DML, so it "
+                              "is bound at initialization (operator initializer), never at "
+                              "execution; bind DML_BINDING_TYPE_NONE here")
+        return None
+    if kind != BUFFER:
+        raise invalid_arg(f"{where}: Type = {kind.name} is invalid: this tensor needs a "
+                          "DML_BINDING_TYPE_BUFFER binding")
+    return check_buffer(desc, where, tensor.total_bytes, tensor.base_alignment)
+
+
+def bind_owned(bb: Any, where: str, tensor: Tensor | None) -> Bound | None:
+    """One entry of an initializer's buffer array: a buffer for OWNED_BY_DML inputs, else null."""
+    if not isinstance(bb, DML_BUFFER_BINDING):
+        raise invalid_arg(f"{where}: {type(bb).__name__} is not a DML_BUFFER_BINDING")
+    if tensor is None or not tensor.owned_by_dml:
+        if bb.Buffer is not None:
+            raise invalid_arg(f"{where}: the tensor is not flagged DML_TENSOR_FLAG_OWNED_BY_DML, "
+                              "so it is bound at execution; its initializer entry needs a null "
+                              "Buffer")
+        return None
+    return check_buffer(bb, where, tensor.total_bytes, tensor.base_alignment)
+
+
+def bind_resource(b: Any, where: str, size: int, alignment: int) -> Bound | None:
+    """A temporary or persistent resource binding (needed only when its size is non-zero)."""
+    kind, desc = _as_binding(b, where)
+    if kind == NONE:
+        if size:
+            raise invalid_arg(f"{where}: DML_BINDING_TYPE_NONE is invalid: the dispatchable needs "
+                              f"{size} bytes here")
+        return None
+    if kind != BUFFER:
+        raise invalid_arg(f"{where}: Type = {kind.name} is invalid: must be BUFFER or NONE")
+    if desc.Buffer is None and not size:
+        return None
+    return check_buffer(desc, where, size, alignment)
+
+
+class IDMLBindingTable:
+    """Holds the bindings of one dispatchable. Not thread-safe, as in DirectML."""
+
+    def __init__(self, device: IDMLDevice, desc: DML_BINDING_TABLE_DESC | None):
+        self._device = device
+        self._reset(desc)
+
+    def _reset(self, desc: DML_BINDING_TABLE_DESC | None) -> None:
+        self.dispatchable: IDMLCompiledOperator | IDMLOperatorInitializer | None = None
+        self.inputs: list[Any] | None = None
+        self.outputs: list[Any] | None = None
+        self.temporary: Bound | None = None
+        self.persistent: Bound | None = None
+        if desc is None:
+            return
+        if not isinstance(desc, DML_BINDING_TABLE_DESC):
+            raise invalid_arg(f"binding table: {type(desc).__name__} is not a "
+                              "DML_BINDING_TABLE_DESC")
+        d = desc.Dispatchable
+        if getattr(d, "_device", None) is not self._device or not hasattr(d, "_bind_inputs"):
+            raise invalid_arg("DML_BINDING_TABLE_DESC.Dispatchable must be a compiled operator or "
+                              "operator initializer of this device")
+        need = d.GetBindingProperties().RequiredDescriptorCount
+        if not isinstance(desc.SizeInDescriptors, int) or desc.SizeInDescriptors < need:
+            raise invalid_arg(f"DML_BINDING_TABLE_DESC.SizeInDescriptors = "
+                              f"{fmt(desc.SizeInDescriptors)} is invalid: the dispatchable's "
+                              f"RequiredDescriptorCount is {need}")
+        self.dispatchable = d
+
+    def _target(self, method: str) -> Any:
+        if self.dispatchable is None:
+            raise invalid_arg(f"IDMLBindingTable::{method}: the table has no dispatchable "
+                              "(create it with a DML_BINDING_TABLE_DESC or call Reset)")
+        return self.dispatchable
+
+    def BindInputs(self, bindings: Sequence[Any] | None) -> None:
+        with self._device._void_call():
+            self.inputs = self._target("BindInputs")._bind_inputs(list(bindings or []))
+
+    def BindOutputs(self, bindings: Sequence[Any] | None) -> None:
+        with self._device._void_call():
+            self.outputs = self._target("BindOutputs")._bind_outputs(list(bindings or []))
+
+    def BindTemporaryResource(self, binding: Any) -> None:
+        with self._device._void_call():
+            size = self._target("BindTemporaryResource").GetBindingProperties()
+            self.temporary = bind_resource(binding, "IDMLBindingTable::BindTemporaryResource",
+                                           size.TemporaryResourceSize,
+                                           DML_TEMPORARY_BUFFER_ALIGNMENT)
+
+    def BindPersistentResource(self, binding: Any) -> None:
+        with self._device._void_call():
+            size = self._target("BindPersistentResource").GetBindingProperties()
+            self.persistent = bind_resource(binding, "IDMLBindingTable::BindPersistentResource",
+                                            size.PersistentResourceSize,
+                                            DML_PERSISTENT_BUFFER_ALIGNMENT)
+
+    def Reset(self, desc: DML_BINDING_TABLE_DESC | None) -> None:
+        self._device._check_alive()
+        self._reset(desc)
+
+
+def check_counts(where: str, what: str, got: int, names: Sequence[str]) -> None:
+    if got != len(names):
+        raise invalid_arg(f"{where}: {got} bindings given; {what} has {len(names)} ("
+                          + ", ".join(names) + "), optional ones included (bind an absent "
+                          "optional tensor as DML_BINDING_TYPE_NONE)")
+
+
+def check_overlaps(where: str, inputs: Sequence[tuple[str, Bound | None]],
+                   outputs: Sequence[tuple[str, Bound | None]], in_place: bool) -> None:
+    """Outputs never overlap each other; an input and an output only if identical and in-place.
+
+    A tensor's region is [Offset, Offset + TotalTensorSizeInBytes) of its resource.
+    """
+    def overlap(a: Bound, b: Bound) -> bool:
+        (a0, a1), (b0, b1) = a.span(), b.span()
+        return a0 < b1 and b0 < a1
+
+    for i, (on, ob) in enumerate(outputs):
+        if ob is None:
+            continue
+        for pn, pb in outputs[:i]:
+            if pb is not None and overlap(ob, pb):
+                raise invalid_arg(f"{where}: outputs {pn} and {on} overlap in memory; output "
+                                  "regions must not overlap")
+        for n, b in inputs:
+            if b is None or not overlap(ob, b):
+                continue
+            if not in_place:
+                raise invalid_arg(f"{where}: input {n} and output {on} overlap in memory; this "
+                                  "operator does not support in-place execution")
+            if b.span() != ob.span():
+                raise invalid_arg(f"{where}: input {n} and output {on} overlap but are not the "
+                                  "same region; in-place execution needs identical regions")

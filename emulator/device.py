@@ -1,0 +1,400 @@
+"""The emulated IDMLDevice and the objects it creates.
+
+The path of one dispatch: CreateOperator (normalise + validate, build the kernel plan) →
+CompileOperator → operator initializer (OWNED_BY_DML inputs captured) → binding table (binding
+rules) → RecordDispatch → CommandQueue.ExecuteCommandLists → kernel. Methods keep their C names;
+out-parameters become return values; failures raise ``DMLError``. Void methods (Bind*,
+RecordDispatch, execution) also remove the device, after which every call fails with
+DXGI_ERROR_DEVICE_REMOVED and ``GetDeviceRemovedReason`` returns the first cause.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from descriptors import (
+    DML_BINDING_DESC,
+    DML_BINDING_PROPERTIES,
+    DML_BINDING_TABLE_DESC,
+    DML_BINDING_TYPE,
+    DML_BUFFER_ARRAY_BINDING,
+    DML_CREATE_DEVICE_FLAGS,
+    DML_EXECUTION_FLAGS,
+    DML_FEATURE,
+    DML_FEATURE_DATA_FEATURE_LEVELS,
+    DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT,
+    DML_FEATURE_LEVEL,
+    DML_FEATURE_QUERY_FEATURE_LEVELS,
+    DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT,
+    DML_TENSOR_DATA_TYPE,
+)
+
+from . import binding
+from .binding import Bound, IDMLBindingTable, bind_owned, bind_resource, bind_tensor, check_counts
+from .errors import DXGI_ERROR_DEVICE_REMOVED, DXGI_ERROR_UNSUPPORTED, S_OK, DMLError, invalid_arg
+from .execution import CommandList, InitializerDispatch, OperatorDispatch
+from .featurelevels import EMULATED_LEVELS, MAX_EMULATED, default_level, level_name, parse_level
+from .registry import OperatorSpec, validate_operator
+from .validation import Tensor, Validated, fmt
+
+T = DML_TENSOR_DATA_TYPE
+# Data types CheckFeatureSupport reports as supported: all but the 4-bit ones (feature level 6_3).
+SUPPORTED_DATA_TYPES = frozenset(t for t in T if 1 <= t <= T.DML_TENSOR_DATA_TYPE_INT64)
+
+
+def DMLCreateDevice(d3d12Device: Any = None,
+                    flags: int = DML_CREATE_DEVICE_FLAGS.DML_CREATE_DEVICE_FLAG_NONE
+                    ) -> IDMLDevice:
+    """Create a device emulating $DML_EMULATOR_FEATURE_LEVEL (default DML_FEATURE_LEVEL_4_0)."""
+    return DMLCreateDevice1(d3d12Device, flags, DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_1_0)
+
+
+def DMLCreateDevice1(d3d12Device: Any = None,
+                     flags: int = DML_CREATE_DEVICE_FLAGS.DML_CREATE_DEVICE_FLAG_NONE,
+                     minimumFeatureLevel: int = DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_1_0,
+                     *, feature_level: int | str | None = None) -> IDMLDevice:
+    """Create a device emulating ``feature_level`` (the DirectML release's maximum level).
+
+    ``minimumFeatureLevel`` above it fails with DXGI_ERROR_UNSUPPORTED, as in DirectML.
+    """
+    debug = int(DML_CREATE_DEVICE_FLAGS.DML_CREATE_DEVICE_FLAG_DEBUG)
+    if not isinstance(flags, int) or int(flags) & ~debug:
+        raise invalid_arg(f"DMLCreateDevice1: flags = {fmt(flags)} is invalid: the only flag is "
+                          "DML_CREATE_DEVICE_FLAG_DEBUG")
+    try:
+        level = default_level() if feature_level is None else parse_level(feature_level)
+        minimum = parse_level(int(minimumFeatureLevel))
+    except (ValueError, TypeError) as e:
+        raise invalid_arg(f"DMLCreateDevice1: {e}") from None
+    if level not in EMULATED_LEVELS:
+        raise DMLError(DXGI_ERROR_UNSUPPORTED,
+                       f"DMLCreateDevice1: feature_level = {level_name(level)} is not emulated; "
+                       f"dml-emulator emulates {level_name(EMULATED_LEVELS[0])} to "
+                       f"{level_name(MAX_EMULATED)}")
+    if minimum > level:
+        raise DMLError(DXGI_ERROR_UNSUPPORTED,
+                       f"DMLCreateDevice1: minimumFeatureLevel = {level_name(minimum)} is higher "
+                       f"than the emulated DirectML release supports ({level_name(level)})")
+    return IDMLDevice(level, DML_CREATE_DEVICE_FLAGS(int(flags)))
+
+
+class IDMLDevice:
+    """An emulated DirectML device at one feature level."""
+
+    def __init__(self, level: DML_FEATURE_LEVEL, flags: DML_CREATE_DEVICE_FLAGS):
+        self._level = level
+        self._flags = flags
+        self._removed: DMLError | None = None
+        self._lock = threading.Lock()
+
+    # -- device state ------------------------------------------------------------------------
+    @property
+    def feature_level(self) -> DML_FEATURE_LEVEL:
+        return self._level
+
+    def __repr__(self) -> str:
+        return f"<IDMLDevice {level_name(self._level)}{' removed' if self._removed else ''}>"
+
+    def _check_alive(self) -> None:
+        if self._removed is not None:
+            raise DMLError(DXGI_ERROR_DEVICE_REMOVED,
+                           f"the device was removed by an earlier failure: {self._removed}")
+
+    def _remove(self, cause: DMLError) -> None:
+        with self._lock:
+            if self._removed is None and cause.hresult != DXGI_ERROR_DEVICE_REMOVED:
+                self._removed = cause
+
+    @contextlib.contextmanager
+    def _void_call(self) -> Iterator[None]:
+        """A method that returns void in C: a failure raises and also removes the device."""
+        self._check_alive()
+        try:
+            yield
+        except DMLError as e:
+            self._remove(e)
+            raise
+
+    def GetDeviceRemovedReason(self) -> int:
+        return S_OK if self._removed is None else self._removed.hresult
+
+    # -- IDMLDevice ------------------------------------------------------------------------
+    def CheckFeatureSupport(self, feature: int, query: Any = None) -> Any:
+        self._check_alive()
+        if not isinstance(feature, int) or feature not in DML_FEATURE._value2member_map_:
+            raise DMLError(DXGI_ERROR_UNSUPPORTED,
+                           f"CheckFeatureSupport: feature = {fmt(feature)} is not a DML_FEATURE")
+        if feature == DML_FEATURE.DML_FEATURE_FEATURE_LEVELS:
+            return self._query_levels(query)
+        if not isinstance(query, DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT):
+            raise invalid_arg("CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT) needs a "
+                              "DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT query")
+        dt = query.DataType
+        if not isinstance(dt, int) or dt not in T._value2member_map_ or dt == 0:
+            raise invalid_arg(f"CheckFeatureSupport: DataType = {fmt(dt)} is not a valid "
+                              "DML_TENSOR_DATA_TYPE")
+        return DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT(IsSupported=dt in SUPPORTED_DATA_TYPES)
+
+    def _query_levels(self, query: Any) -> DML_FEATURE_DATA_FEATURE_LEVELS:
+        if not isinstance(query, DML_FEATURE_QUERY_FEATURE_LEVELS):
+            raise invalid_arg("CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) needs a "
+                              "DML_FEATURE_QUERY_FEATURE_LEVELS query")
+        levels = query.RequestedFeatureLevels
+        if not isinstance(levels, tuple) or query.RequestedFeatureLevelCount != len(levels) \
+                or not levels:
+            raise invalid_arg(f"CheckFeatureSupport: RequestedFeatureLevelCount = "
+                              f"{fmt(query.RequestedFeatureLevelCount)} is invalid: must be >= 1 "
+                              "and equal the length of RequestedFeatureLevels")
+        for i, lv in enumerate(levels):
+            if not isinstance(lv, int) or lv not in DML_FEATURE_LEVEL._value2member_map_:
+                raise invalid_arg(f"CheckFeatureSupport: RequestedFeatureLevels[{i}] = {fmt(lv)} "
+                                  "is not a DML_FEATURE_LEVEL")
+        supported = [lv for lv in levels if lv <= self._level]
+        if not supported:
+            raise DMLError(DXGI_ERROR_UNSUPPORTED,
+                           "CheckFeatureSupport: none of the requested feature levels ("
+                           + ", ".join(level_name(lv) for lv in levels) + ") is supported; the "
+                           f"device emulates {level_name(self._level)}")
+        best = DML_FEATURE_LEVEL(max(supported))
+        return DML_FEATURE_DATA_FEATURE_LEVELS(MaxSupportedFeatureLevel=best)
+
+    def CreateOperator(self, desc: Any) -> IDMLOperator:
+        self._check_alive()
+        spec, validated = validate_operator(desc, self._level)
+        return IDMLOperator(self, spec, validated)
+
+    def CompileOperator(self, op: IDMLOperator,
+                        flags: int = DML_EXECUTION_FLAGS.DML_EXECUTION_FLAG_NONE
+                        ) -> IDMLCompiledOperator:
+        self._check_alive()
+        if not isinstance(op, IDMLOperator) or op._device is not self:
+            raise invalid_arg("CompileOperator: op must be an IDMLOperator created by this device")
+        all_flags = 0
+        for f in DML_EXECUTION_FLAGS:
+            all_flags |= int(f)
+        if not isinstance(flags, int) or int(flags) & ~all_flags:
+            raise invalid_arg(f"CompileOperator: flags = {fmt(flags)} is invalid: not a "
+                              "combination of DML_EXECUTION_FLAGS")
+        return IDMLCompiledOperator(op, DML_EXECUTION_FLAGS(int(flags)))
+
+    def CreateOperatorInitializer(self, operators: Sequence[IDMLCompiledOperator] | None = None
+                                  ) -> IDMLOperatorInitializer:
+        self._check_alive()
+        return IDMLOperatorInitializer(self, _compiled_list(self, operators))
+
+    def CreateBindingTable(self, desc: DML_BINDING_TABLE_DESC | None = None
+                           ) -> IDMLBindingTable:
+        self._check_alive()
+        return IDMLBindingTable(self, desc)
+
+    def CreateCommandRecorder(self) -> IDMLCommandRecorder:
+        self._check_alive()
+        return IDMLCommandRecorder(self)
+
+    # -- the Pythonic layer ----------------------------------------------------------------
+    def execute(self, operator_desc: Any, inputs: Any, outputs: Any = None) -> list[np.ndarray]:
+        """Create, compile, initialize, bind and dispatch one operator; return its outputs.
+
+        ``inputs``: one array (or None for an absent optional tensor) per input bind point, in
+        struct order (a mapping by field name is accepted too); each array's bytes are that
+        tensor's buffer. ``outputs``: arrays to write into, or None to allocate. Returned arrays
+        are shaped by the output descs' Sizes (strided views into the buffer when strided).
+        """
+        from .pythonic import execute
+
+        return execute(self, operator_desc, inputs, outputs)
+
+
+def _compiled_list(device: IDMLDevice, operators: Any) -> tuple[IDMLCompiledOperator, ...]:
+    ops = tuple(operators or ())
+    for i, op in enumerate(ops):
+        if not isinstance(op, IDMLCompiledOperator) or op._device is not device:
+            raise invalid_arg(f"operator initializer: operators[{i}] must be an "
+                              "IDMLCompiledOperator of this device")
+    return ops
+
+
+class IDMLOperator:
+    """A validated operator: its normalised desc and its kernel plan."""
+
+    def __init__(self, device: IDMLDevice, spec: OperatorSpec, validated: Validated):
+        self._device = device
+        self.spec = spec
+        self.validated = validated
+        self.plan = spec.module.plan(validated.values)
+
+    @property
+    def name(self) -> str:
+        return self.validated.operator.name
+
+
+class IDMLCompiledOperator:
+    """A compiled operator: dispatchable once initialized (exactly once)."""
+
+    def __init__(self, op: IDMLOperator, flags: DML_EXECUTION_FLAGS):
+        self._device = op._device
+        self.operator = op
+        self.flags = flags
+        self._initialized = False
+        self._owned: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        return self.operator.name
+
+    def _tensors(self, kind: str) -> list[tuple[str, Tensor | None]]:
+        fields = self.operator.validated.schema.inputs if kind == "input" else \
+            self.operator.validated.schema.outputs
+        return [(f.name, self.operator.validated.tensor(f.name)) for f in fields]
+
+    def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
+        self._device._check_alive()
+        return DML_BINDING_PROPERTIES(
+            RequiredDescriptorCount=len(self._tensors("input")) + len(self._tensors("output")),
+            TemporaryResourceSize=0, PersistentResourceSize=0)
+
+    def _bind_inputs(self, bindings: list[Any]) -> list[Bound | None]:
+        slots = self._tensors("input")
+        where = f"IDMLBindingTable::BindInputs ({self.name})"
+        check_counts(where, self.name, len(bindings), [n for n, _ in slots])
+        return [bind_tensor(b, f"{where}: binding {i} ({name})", t)
+                for i, (b, (name, t)) in enumerate(zip(bindings, slots))]
+
+    def _bind_outputs(self, bindings: list[Any]) -> list[Bound | None]:
+        slots = self._tensors("output")
+        where = f"IDMLBindingTable::BindOutputs ({self.name})"
+        check_counts(where, self.name, len(bindings), [n for n, _ in slots])
+        return [bind_tensor(b, f"{where}: binding {i} ({name})", t)
+                for i, (b, (name, t)) in enumerate(zip(bindings, slots))]
+
+    def _dispatch_command(self, table: IDMLBindingTable) -> OperatorDispatch:
+        where = f"IDMLCommandRecorder::RecordDispatch ({self.name})"
+        ins, outs = self._tensors("input"), self._tensors("output")
+        needs_inputs = any(t is not None and not t.owned_by_dml for _, t in ins)
+        if table.inputs is None and needs_inputs:
+            raise invalid_arg(f"{where}: the binding table's inputs were never bound (BindInputs)")
+        if table.outputs is None:
+            raise invalid_arg(f"{where}: the binding table's outputs were never bound "
+                              "(BindOutputs)")
+        inputs = tuple(table.inputs) if table.inputs is not None else (None,) * len(ins)
+        outputs = tuple(table.outputs)
+        binding.check_overlaps(where, [(n, b) for (n, _), b in zip(ins, inputs)],
+                               [(n, b) for (n, _), b in zip(outs, outputs)],
+                               self.operator.spec.in_place)
+        return OperatorDispatch(self, inputs, outputs)
+
+    def _initialize(self, owned: Sequence[Bound | None]) -> None:
+        """Capture OWNED_BY_DML inputs: DirectML owns (copies) their contents from now on."""
+        self._owned = {name: b.region()[: t.total_bytes].copy()
+                       for (name, t), b in zip(self._tensors("input"), owned)
+                       if b is not None and t is not None}
+        self._initialized = True
+
+    def _execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None]) -> None:
+        regions: dict[str, np.ndarray] = dict(self._owned)
+        for (name, _), b in zip(self._tensors("input"), inputs):
+            if b is not None:
+                regions[name] = b.region()
+        for (name, _), b in zip(self._tensors("output"), outputs):
+            if b is not None:
+                regions[name] = b.region()
+        self.operator.plan.run(regions)
+
+
+class IDMLOperatorInitializer:
+    """Initializes compiled operators; binds their OWNED_BY_DML inputs."""
+
+    def __init__(self, device: IDMLDevice, operators: tuple[IDMLCompiledOperator, ...]):
+        self._device = device
+        self.operators = operators
+
+    def Reset(self, operators: Sequence[IDMLCompiledOperator] | None) -> None:
+        self._device._check_alive()
+        self.operators = _compiled_list(self._device, operators)
+
+    def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
+        self._device._check_alive()
+        count = sum(len(op._tensors("input")) for op in self.operators) + len(self.operators)
+        return DML_BINDING_PROPERTIES(RequiredDescriptorCount=count, TemporaryResourceSize=0,
+                                      PersistentResourceSize=0)
+
+    def _bind_inputs(self, bindings: list[Any]) -> list[tuple[Bound | None, ...]]:
+        """One BUFFER_ARRAY per operator (one entry per input), or NONE if it owns no input."""
+        where = "IDMLBindingTable::BindInputs (operator initializer)"
+        check_counts(where, "the operator initializer", len(bindings),
+                     [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
+        out = []
+        for i, (b, op) in enumerate(zip(bindings, self.operators)):
+            slots = op._tensors("input")
+            here = f"{where}: binding {i} ({op.name})"
+            if isinstance(b, DML_BUFFER_ARRAY_BINDING):
+                b = DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY, Desc=b)
+            if b is None or (isinstance(b, DML_BINDING_DESC)
+                             and b.Type == DML_BINDING_TYPE.DML_BINDING_TYPE_NONE):
+                owned = [n for n, t in slots if t is not None and t.owned_by_dml]
+                if owned:
+                    raise invalid_arg(f"{here}: DML_BINDING_TYPE_NONE is invalid: the operator's "
+                                      f"OWNED_BY_DML inputs ({', '.join(owned)}) must be "
+                                      "bound here")
+                out.append((None,) * len(slots))
+                continue
+            if not isinstance(b, DML_BINDING_DESC) or \
+                    b.Type != DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY or \
+                    not isinstance(b.Desc, DML_BUFFER_ARRAY_BINDING):
+                raise invalid_arg(f"{here}: an initializer binds each operator's inputs with one "
+                                  "DML_BINDING_TYPE_BUFFER_ARRAY binding (or NONE)")
+            arr = b.Desc
+            entries = arr.Bindings if isinstance(arr.Bindings, tuple) else ()
+            if arr.BindingCount != len(entries) or len(entries) != len(slots):
+                raise invalid_arg(f"{here}: BindingCount = {fmt(arr.BindingCount)} is invalid: the "
+                                  f"array needs one entry per input of the operator ({len(slots)})")
+            out.append(tuple(bind_owned(e, f"{here}[{j}] ({name})", t)
+                             for j, (e, (name, t)) in enumerate(zip(entries, slots))))
+        return out
+
+    def _bind_outputs(self, bindings: list[Any]) -> list[Bound | None]:
+        """The persistent resource of each operator (none of ours needs one)."""
+        where = "IDMLBindingTable::BindOutputs (operator initializer)"
+        check_counts(where, "the operator initializer", len(bindings),
+                     [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
+        return [bind_resource(b, f"{where}: binding {i}", 0, 256) for i, b in enumerate(bindings)]
+
+    def _dispatch_command(self, table: IDMLBindingTable) -> InitializerDispatch:
+        where = "IDMLCommandRecorder::RecordDispatch (operator initializer)"
+        needs = any(t is not None and t.owned_by_dml
+                    for op in self.operators for _, t in op._tensors("input"))
+        if table.inputs is None and needs:
+            raise invalid_arg(f"{where}: OWNED_BY_DML inputs were never bound (BindInputs)")
+        owned = tuple(table.inputs) if table.inputs is not None else \
+            tuple((None,) * len(op._tensors("input")) for op in self.operators)
+        return InitializerDispatch(self, self.operators, owned)
+
+
+class IDMLCommandRecorder:
+    def __init__(self, device: IDMLDevice):
+        self._device = device
+
+    def RecordDispatch(self, commandList: CommandList, dispatchable: Any,
+                       bindingTable: IDMLBindingTable) -> None:
+        with self._device._void_call():
+            if not isinstance(commandList, CommandList):
+                raise invalid_arg(f"RecordDispatch: commandList = {type(commandList).__name__} is "
+                                  "not a CommandList")
+            if getattr(dispatchable, "_device", None) is not self._device \
+                    or not hasattr(dispatchable, "_dispatch_command"):
+                raise invalid_arg("RecordDispatch: dispatchable must be a compiled operator or "
+                                  "operator initializer of this device")
+            if not isinstance(bindingTable, IDMLBindingTable) or \
+                    bindingTable.dispatchable is not dispatchable:
+                raise invalid_arg("RecordDispatch: bindingTable must be a binding table created "
+                                  "for this dispatchable")
+            commandList._record(dispatchable._dispatch_command(bindingTable))
+
+
+__all__ = ["DMLCreateDevice", "DMLCreateDevice1", "IDMLCommandRecorder", "IDMLCompiledOperator",
+           "IDMLDevice", "IDMLOperator", "IDMLOperatorInitializer"]

@@ -1,0 +1,116 @@
+"""Command recording and execution: ``CommandList``, ``CommandQueue`` and the dispatch commands.
+
+``RecordDispatch`` snapshots the binding table into a command. ``ExecuteCommandLists`` first checks
+every command of every list (initialization state included, in order) and only then runs them, so
+a failing call changes no buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .binding import Bound
+from .errors import DMLError, invalid_arg
+
+if TYPE_CHECKING:
+    from .device import IDMLCompiledOperator, IDMLOperatorInitializer
+
+
+@dataclass(frozen=True)
+class OperatorDispatch:
+    """Execute a compiled operator with these input/output bindings (None: not bound)."""
+
+    operator: IDMLCompiledOperator
+    inputs: tuple[Bound | None, ...]
+    outputs: tuple[Bound | None, ...]
+
+    def check(self, initialized: set[int]) -> None:
+        if id(self.operator) not in initialized:
+            raise invalid_arg(f"{self.operator.name}: the compiled operator was dispatched before "
+                              "it was initialized; dispatch an IDMLOperatorInitializer for it "
+                              "first")
+
+    def run(self) -> None:
+        self.operator._execute(self.inputs, self.outputs)
+
+
+@dataclass(frozen=True)
+class InitializerDispatch:
+    """Initialize these compiled operators, capturing their OWNED_BY_DML inputs."""
+
+    initializer: IDMLOperatorInitializer
+    operators: tuple[IDMLCompiledOperator, ...]
+    owned: tuple[tuple[Bound | None, ...], ...]
+
+    def check(self, initialized: set[int]) -> None:
+        for op in self.operators:
+            if id(op) in initialized:
+                raise invalid_arg(f"{op.name}: the compiled operator is already initialized; "
+                                  "every operator is initialized exactly once")
+            initialized.add(id(op))
+
+    def run(self) -> None:
+        for op, owned in zip(self.operators, self.owned):
+            op._initialize(owned)
+
+
+class CommandList:
+    """Stand-in for ID3D12GraphicsCommandList: records dispatches until ``Close()``."""
+
+    def __init__(self) -> None:
+        self._commands: list[Any] = []
+        self._closed = False
+
+    def Close(self) -> None:
+        if self._closed:
+            raise invalid_arg("CommandList::Close: the command list is already closed")
+        self._closed = True
+
+    def Reset(self, *_allocator_and_state: Any) -> None:
+        """Reopen for recording, dropping what was recorded (D3D12's allocator args are ignored)."""
+        self._commands = []
+        self._closed = False
+
+    def _record(self, command: Any) -> None:
+        if self._closed:
+            raise invalid_arg("RecordDispatch: the command list is closed; Reset it first")
+        self._commands.append(command)
+
+
+class CommandQueue:
+    """Stand-in for ID3D12CommandQueue: runs lists in order and returns when the work is done."""
+
+    def ExecuteCommandLists(self, command_lists: Sequence[CommandList]) -> None:
+        lists = list(command_lists)
+        for cl in lists:
+            if not isinstance(cl, CommandList):
+                raise invalid_arg(f"ExecuteCommandLists: {type(cl).__name__} is not a CommandList")
+            if not cl._closed:
+                raise invalid_arg("ExecuteCommandLists: a command list must be closed (Close()) "
+                                  "before it is executed")
+        commands = [c for cl in lists for c in cl._commands]
+        initialized: set[int] = set()
+        for c in commands:  # the state every compiled operator is in before this call
+            for op in _operators(c):
+                if op._initialized:
+                    initialized.add(id(op))
+        for c in commands:
+            device = _device(c)
+            try:
+                device._check_alive()
+                c.check(initialized)
+            except DMLError as e:
+                device._remove(e)
+                raise
+        for c in commands:
+            c.run()
+
+
+def _operators(c: Any) -> tuple[Any, ...]:
+    return c.operators if isinstance(c, InitializerDispatch) else (c.operator,)
+
+
+def _device(c: Any) -> Any:
+    return (c.initializer if isinstance(c, InitializerDispatch) else c.operator)._device

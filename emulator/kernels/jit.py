@@ -1,0 +1,23 @@
+"""The one place where JIT flags are set.
+
+- ``cache=True``: compiled machine code is stored on disk, so a new process pays no compile time.
+- ``parallel=True``: kernels use ``numba.prange`` over independent work items.
+- ``nogil=True``: Python threads sharing a device can run kernels concurrently.
+- ``fastmath=False``: results must match the NumPy references bit for bit or within stated ULPs;
+  reassociation or flush-to-zero would break that.
+- ``boundscheck=False``: every index is proven in range by validation before a kernel runs
+  (the robustness tests check this with guard bytes instead).
+- ``error_model="numpy"``: no Python exception machinery inside the hot loops.
+"""
+
+from __future__ import annotations
+
+import numba
+
+KERNEL = {"parallel": True, "cache": True, "nogil": True, "fastmath": False,
+          "boundscheck": False, "error_model": "numpy"}
+HELPER = {"cache": True, "nogil": True, "boundscheck": False, "error_model": "numpy"}
+
+kernel = numba.njit(**KERNEL)
+helper = numba.njit(**HELPER)
+prange = numba.prange

@@ -1,0 +1,85 @@
+"""The operator registry: the one table of what the emulator implements.
+
+``REGISTRY`` maps each implemented DML_OPERATOR_TYPE to its ``OperatorSpec``: the module holding its
+support table, rules, kernel plan and NumPy reference (``emulator.ops``), the feature level that
+introduced it, and whether an input and an output may share one resource region (in-place).
+``validate_operator`` runs the whole validation path that ``CreateOperator`` and
+``min_feature_level`` share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMA, OperatorSchema
+
+from .errors import invalid_arg
+from .featurelevels import ALL_LEVELS, level_name
+from .ops import slice as slice0
+from .ops import slice1
+from .validation import Band, Context, Validated, check_fields, check_support, unwrap_operator_desc
+
+OP = DML_OPERATOR_TYPE
+FL = DML_FEATURE_LEVEL
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    operator: DML_OPERATOR_TYPE
+    module: ModuleType
+    introduced: DML_FEATURE_LEVEL
+    in_place: bool = False
+
+    @property
+    def schema(self) -> OperatorSchema:
+        return SCHEMA[self.operator]
+
+    @property
+    def support(self) -> tuple[Band, ...]:
+        return tuple(self.module.SUPPORT)
+
+
+REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
+    OP.DML_OPERATOR_SLICE: OperatorSpec(OP.DML_OPERATOR_SLICE, slice0, FL.DML_FEATURE_LEVEL_1_0),
+    OP.DML_OPERATOR_SLICE1: OperatorSpec(OP.DML_OPERATOR_SLICE1, slice1, FL.DML_FEATURE_LEVEL_2_1),
+}
+
+
+def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:
+    """The spec of an operator the emulator implements and the level has; else E_INVALIDARG."""
+    spec = REGISTRY.get(op_type)
+    if spec is None:
+        raise invalid_arg(
+            f"{op_type.name} is not implemented by dml-emulator (implemented: "
+            + ", ".join(op.name for op in REGISTRY) + ")")
+    if spec.introduced > level:
+        raise invalid_arg(
+            f"{op_type.name} was introduced in {level_name(spec.introduced)}; this device "
+            f"emulates {level_name(level)}")
+    return spec
+
+
+def validate_operator(desc: Any, level: int) -> tuple[OperatorSpec, Validated]:
+    """Normalise and validate an operator desc at ``level``: DMLError (E_INVALIDARG) if invalid."""
+    op_type, inner = unwrap_operator_desc(desc)
+    spec = spec_for(op_type, level)
+    ctx = Context(op_type, level)
+    values = check_fields(ctx, spec.schema, inner)
+    check_support(ctx, spec.support, spec.schema, values)
+    spec.module.validate(ctx, values)
+    return spec, Validated(op_type, spec.schema, level, values)
+
+
+def min_feature_level(operator_desc: Any) -> DML_FEATURE_LEVEL | None:
+    """The lowest feature level the emulator knows at which the desc is valid; None if none."""
+    from .errors import DMLError
+
+    for level in ALL_LEVELS:
+        try:
+            validate_operator(operator_desc, level)
+        except DMLError:
+            continue
+        return level
+    return None

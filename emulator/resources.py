@@ -1,0 +1,71 @@
+"""D3D12 stand-ins: ``Buffer`` (a buffer resource), and how any bound object becomes bytes.
+
+A ``Buffer`` is zero-filled host memory. A writable, C-contiguous numpy array is accepted wherever
+a buffer is: its bytes are the resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import invalid_arg
+
+# Host allocations are aligned to this many bytes (DirectML's largest binding alignment).
+_ALIGN = 256
+
+
+class Buffer:
+    """An emulated buffer resource of ``size_in_bytes`` bytes, zero-filled on creation."""
+
+    def __init__(self, size_in_bytes: int):
+        size = int(size_in_bytes)
+        if size < 0:
+            raise invalid_arg(f"Buffer: size_in_bytes = {size} is invalid: must be >= 0")
+        raw = np.zeros(size + _ALIGN, dtype=np.uint8)
+        start = (-raw.ctypes.data) % _ALIGN
+        self._bytes = raw[start:start + size]
+
+    @classmethod
+    def from_array(cls, a: Any) -> Buffer:
+        """A new buffer holding a copy of the array's bytes (C order), padded with zeros to a
+        multiple of 4 bytes, as every DirectML tensor size is."""
+        arr = np.ascontiguousarray(a)
+        raw = arr.reshape(-1).view(np.uint8)
+        buf = cls((raw.size + 3) & ~3)
+        buf._bytes[: raw.size] = raw
+        return buf
+
+    @property
+    def size_in_bytes(self) -> int:
+        return int(self._bytes.size)
+
+    def numpy(self, dtype: Any = None, shape: Any = None, offset: int = 0) -> np.ndarray:
+        """A view of the buffer's bytes from ``offset`` as ``dtype`` (default uint8), reshaped."""
+        dt = np.dtype(dtype or np.uint8)
+        data = self._bytes[offset:]
+        if shape is None:
+            return data[: data.size // dt.itemsize * dt.itemsize].view(dt)
+        count = int(np.prod(shape, dtype=np.int64))
+        return data[: count * dt.itemsize].view(dt).reshape(shape)
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.size_in_bytes})"
+
+
+def resource_bytes(obj: Any, where: str) -> np.ndarray:
+    """The whole resource as a 1-D uint8 array that aliases it (no copy)."""
+    if isinstance(obj, Buffer):
+        return obj._bytes
+    if isinstance(obj, np.ndarray):
+        if not obj.flags.c_contiguous or not obj.flags.writeable:
+            raise invalid_arg(f"{where}: a numpy array used as a buffer must be writable and "
+                              "C-contiguous")
+        return obj.reshape(-1).view(np.uint8)
+    raise invalid_arg(f"{where}: Buffer = {type(obj).__name__} is not a buffer resource "
+                      "(use emulator.Buffer or a writable C-contiguous numpy array)")
+
+
+def address(region: np.ndarray) -> int:
+    return int(region.__array_interface__["data"][0])
