@@ -169,9 +169,9 @@ def _is_int(value: Any) -> bool:
 
 def check_int(ctx: Context, field: str, value: Any, lo: int, hi: int, ctype: str) -> int:
     if not _is_int(value):
-        ctx.fail(field, value, f"a {ctype} must be an integer")
+        ctx.fail(field, value, f"{ctype} values must be integers")
     if not lo <= int(value) <= hi:
-        ctx.fail(field, value, f"a {ctype} must lie in [{lo}, {hi}]")
+        ctx.fail(field, value, f"{ctype} values lie in [{lo}, {hi}]")
     return int(value)
 
 

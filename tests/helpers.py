@@ -1,0 +1,68 @@
+"""Test helpers: strided buffers with sentinels between elements, bit views, desc builders."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from descriptors import (
+    DML_BUFFER_TENSOR_DESC,
+    DML_TENSOR_DATA_TYPE,
+    DML_TENSOR_DESC,
+    NUMPY_DTYPE,
+    DMLCalcBufferTensorSize,
+)
+
+T = DML_TENSOR_DATA_TYPE
+SENTINEL = 0xA5
+
+# The eight data types of SLICE1/TOP_K1 from 2_1 on.
+EIGHT = [T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
+         T.DML_TENSOR_DATA_TYPE_INT32, T.DML_TENSOR_DATA_TYPE_INT16, T.DML_TENSOR_DATA_TYPE_INT8,
+         T.DML_TENSOR_DATA_TYPE_UINT32, T.DML_TENSOR_DATA_TYPE_UINT16,
+         T.DML_TENSOR_DATA_TYPE_UINT8]
+
+
+def np_dtype(data_type: int) -> np.dtype:
+    return np.dtype(NUMPY_DTYPE[data_type])
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """An array's elements as unsigned integers of the same width (bit-exact comparison)."""
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+
+
+def desc(data_type: int, sizes, strides=None, total=None, flags=0, alignment=0) -> DML_TENSOR_DESC:
+    return DML_TENSOR_DESC(Desc=DML_BUFFER_TENSOR_DESC(
+        DataType=data_type, Flags=flags, Sizes=tuple(sizes),
+        Strides=None if strides is None else tuple(strides), TotalTensorSizeInBytes=total,
+        GuaranteedBaseOffsetAlignment=alignment))
+
+
+def packed(sizes) -> tuple[int, ...]:
+    return tuple(int(np.prod(sizes[i + 1:], dtype=np.int64)) for i in range(len(sizes)))
+
+
+def logical(raw: np.ndarray, dtype, sizes, strides=None) -> np.ndarray:
+    """The elements a tensor addresses in a byte buffer, shaped by Sizes (a view)."""
+    dt = np.dtype(dtype)
+    strides = packed(sizes) if strides is None else strides
+    typed = raw[: raw.size // dt.itemsize * dt.itemsize].view(dt)
+    return np.lib.stride_tricks.as_strided(typed, shape=tuple(sizes),
+                                           strides=[s * dt.itemsize for s in strides])
+
+
+def addressed_mask(nbytes: int, element_size: int, sizes, strides=None) -> np.ndarray:
+    """True for every byte that belongs to an element the tensor addresses."""
+    mask = np.zeros(nbytes, dtype=np.uint8)
+    ut = np.dtype(f"u{element_size}")
+    logical(mask, ut, sizes, strides)[...] = np.iinfo(ut).max
+    return mask != 0
+
+
+def strided_buffer(rng: np.random.Generator, data_type: int, sizes, strides=None,
+                   fill: int | None = None) -> np.ndarray:
+    """A buffer of DMLCalcBufferTensorSize bytes: random bytes, or ``fill`` everywhere."""
+    n = DMLCalcBufferTensorSize(data_type, len(sizes), sizes, strides)
+    if fill is None:
+        return rng.integers(0, 256, size=n, dtype=np.uint8)
+    return np.full(n, fill, dtype=np.uint8)
