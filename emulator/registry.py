@@ -47,13 +47,16 @@ REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
 }
 
 
+def not_implemented(op_type: DML_OPERATOR_TYPE) -> str:
+    return (f"{op_type.name} is not implemented by dml-emulator (implemented: "
+            + ", ".join(op.name for op in REGISTRY) + ")")
+
+
 def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:
     """The spec of an operator the emulator implements and the level has; else E_INVALIDARG."""
     spec = REGISTRY.get(op_type)
     if spec is None:
-        raise invalid_arg(
-            f"{op_type.name} is not implemented by dml-emulator (implemented: "
-            + ", ".join(op.name for op in REGISTRY) + ")")
+        raise invalid_arg(not_implemented(op_type))
     if spec.introduced > level:
         raise invalid_arg(
             f"{op_type.name} was introduced in {level_name(spec.introduced)}; this device "

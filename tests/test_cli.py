@@ -1,0 +1,207 @@
+"""The dml-emulator command line: examples against golden output, upstream models, check, info,
+and one clear line (exit 2) for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emulator.cli import main
+from emulator.dxdispatch import format_value
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+UPSTREAM = Path(__file__).parent / "data" / "upstream"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("model", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_examples_match_their_golden_output(capsys, model):
+    code, out, err = run(capsys, "run", model)
+    assert code == 0, err
+    assert out == (GOLDEN / f"{model.stem}.txt").read_text()
+
+
+def test_every_example_has_a_golden_file():
+    assert EXAMPLES and {p.stem for p in EXAMPLES} <= {p.stem for p in GOLDEN.glob("*.txt")}
+
+
+def test_upstream_slice_prints_what_dxdispatch_prints(capsys):
+    code, out, _ = run(capsys, "run", UPSTREAM / "dml_slice.json")
+    assert (code, out) == (0, "Resource 'output': 7, 9, 12, 14, 17, 19\n")
+
+
+@pytest.mark.parametrize("model,operator", [
+    ("dml_reduce.json", "DML_OPERATOR_REDUCE"), ("dml_join.json", "DML_OPERATOR_JOIN"),
+    ("dml_element_wise_add1.json", "DML_OPERATOR_ELEMENT_WISE_ADD1"),
+    ("dml_owned_tensors.json", "DML_OPERATOR_ELEMENT_WISE_ADD"),
+])
+def test_upstream_models_with_unimplemented_operators(capsys, model, operator):
+    code, out, err = run(capsys, "run", UPSTREAM / model)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and f"{operator} is not implemented by dml-emulator" in err
+
+
+def test_iterations_print_a_timing_line(capsys):
+    code, out, _ = run(capsys, "run", EXAMPLES[0], "-i", "5")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Dispatch '") and "5 iterations" in lines[0]
+    assert lines[0].endswith("ms median (CPU)")
+
+
+def write(tmp_path, text, name="m.json"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+SLICE3D = """{
+  "resources": {"x": {"initialValuesDataType": "INT8", "initialValues": [1, 2, 3, -4]},
+                "y": {"initialValuesDataType": "INT8", "initialValues": {"valueCount": 4, "value": 0}}},
+  "dispatchables": {"s": {"type": "SLICE1", "desc": {
+      "InputTensor": {"DataType": "INT8", "Sizes": [1, 2, 2]},
+      "OutputTensor": {"DataType": "INT8", "Sizes": [1, 2, 2]}, "DimensionCount": 3,
+      "InputWindowOffsets": [0, 0, 0], "InputWindowSizes": [1, 2, 2],
+      "InputWindowStrides": [1, -1, -1]}}},
+  "commands": [{"type": "dispatch", "dispatchable": "s",
+                "bindings": {"InputTensor": "x", "OutputTensor": "y"}},
+               {"type": "print", "resource": "y"}]
+}"""
+
+
+def test_feature_level_option(capsys, tmp_path):
+    model = write(tmp_path, SLICE3D)
+    code, out, _ = run(capsys, "run", model, "--feature-level", "3.0")
+    assert (code, out) == (0, "Resource 'y': -4, 3, 2, 1\n")  # INT8 printed as numbers
+    code, out, err = run(capsys, "run", model, "--feature-level", "0x2100")
+    assert code == 2 and "InputTensor.DimensionCount = 3 is invalid" in err
+    assert "DML_FEATURE_LEVEL_3_0 or later allows it" in err
+
+
+def test_check_reports_the_lowest_level(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", write(tmp_path, SLICE3D))
+    assert (code, out) == (0, "s: SLICE1 is valid from DML_FEATURE_LEVEL_3_0\n")
+    code, out, _ = run(capsys, "check", UPSTREAM / "dml_slice.json", "--json")
+    assert code == 0 and json.loads(out)["dispatchables"] == [
+        {"dispatchable": "slice", "operator": "SLICE", "min_feature_level": "1_0"}]
+    code, out, _ = run(capsys, "check", EXAMPLES[0])
+    assert "valid from DML_FEATURE_LEVEL_2_1" in out
+    bad = write(tmp_path, SLICE3D.replace('"InputWindowStrides": [1, -1, -1]',
+                                          '"InputWindowStrides": [1, 0, -1]'))
+    code, out, _ = run(capsys, "check", bad)
+    assert code == 1 and "invalid at every feature level" in out
+    assert "InputWindowStrides[1] = 0 is invalid" in out
+
+
+def test_info(capsys):
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and "Feature levels emulated: 1_0, 2_0, 2_1, 3_0, 3_1, 4_0" in out
+    assert "DML_OPERATOR_SLICE1" in out and "Threads:" in out
+    code, out, _ = run(capsys, "info", "--json")
+    info = json.loads(out)
+    assert info["operator_types"] == 178 and info["threads"] >= 1
+    assert {o["operator"] for o in info["operators"]} >= {"SLICE", "SLICE1"}
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"resources": {}, "dispatchables": {}, "commands": [}', "invalid JSON"),
+    ('{"resources": {}, "commands": []}', "no 'dispatchables' member"),
+    (SLICE3D.replace('"SLICE1"', '"SLICE_9"'), "'SLICE_9' is not a DML_OPERATOR_TYPE"),
+    (SLICE3D.replace('"DataType": "INT8", "Sizes": [1, 2, 2]},\n      "Output',
+                     '"DataType": "INT7", "Sizes": [1, 2, 2]},\n      "Output'),
+     "dispatchables.s.desc.InputTensor.DataType: 'INT7' is not a DML_TENSOR_DATA_TYPE"),
+    (SLICE3D.replace('"InputWindowSizes": [1, 2, 2],', ''),
+     "dispatchables.s.desc: InputWindowSizes is required by DML_SLICE1_OPERATOR_DESC"),
+    (SLICE3D.replace('"InputWindowSizes": [1, 2, 2]', '"InputWindowSizes": [1, 2.5, 2]'),
+     "dispatchables.s.desc.InputWindowSizes[1]: expected an integer, got 2.5"),
+    (SLICE3D.replace('"DimensionCount": 3,', '"DimensionCount": 3, "Axis": 1,'),
+     "Axis is not a field of DML_SLICE1_OPERATOR_DESC"),
+    (SLICE3D.replace('"OutputTensor": "y"', '"OutputTensor": "z"'),
+     "'z' is not a resource of the model"),
+    (SLICE3D.replace('"OutputTensor": "y"', '"Output": "y"'),
+     "Output: not a bind point of DML_SLICE1_OPERATOR_DESC"),
+    (SLICE3D.replace('[1, 2, 3, -4]', '[1, 2, 3, 400]'),
+     "resources.x.initialValues[3]: 400 is out of range for int8 [-128, 127]"),
+    (SLICE3D.replace('"InputWindowStrides": [1, -1, -1]', '"InputWindowStrides": [1, 0, -1]'),
+     "E_INVALIDARG: DML_OPERATOR_SLICE1: InputWindowStrides[1] = 0 is invalid"),
+    (SLICE3D.replace('"type": "SLICE1"', '"type": "hlsl"'),
+     "'hlsl' dispatchables are not supported"),
+    (SLICE3D.replace('{"type": "print", "resource": "y"}', '{"type": "sleep"}'),
+     'commands[1].type: expected "dispatch", "print" or "writeFile"'),
+])
+def test_bad_input_gives_one_line_and_exit_2(capsys, tmp_path, text, message):
+    code, out, err = run(capsys, "run", write(tmp_path, text))
+    assert code == 2, (out, err)
+    assert err.count("\n") == 1 and message in err, err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_bad_level(capsys, tmp_path):
+    code, _, err = run(capsys, "run", tmp_path / "nope.json")
+    assert code == 2 and "cannot read the model" in err
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(EXAMPLES[0]), "--feature-level", "9_9"])
+    assert e.value.code == 2
+    assert "'9_9' is not a DirectML feature level" in capsys.readouterr().err
+
+
+def test_resources_initializers_and_write_file(capsys, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([[1, 2], [3, 4]], np.float16))
+    (tmp_path / "raw.dat").write_bytes(np.array([7, 8, 9], np.uint16).tobytes())
+    model = write(tmp_path, """{
+      // comments and trailing commas, as DxDispatch allows
+      "resources": {
+        "x": {"initialValues": {"sourcePath": "x.npy"}},
+        "r": {"initialValuesDataType": "UINT16", "initialValues": {"sourcePath": "raw.dat"},
+              "sizeInBytes": 16, "initialValuesOffsetInBytes": 2},
+        "f": {"initialValuesDataType": "FLOAT32", "initialValues": ["nan", "-INF", 1e6, 0.1]},
+        "y": {"initialValuesDataType": "FLOAT16", "initialValues": {"valueCount": 4, "value": 0}},
+      },
+      "dispatchables": {"s": {"type": "DML_OPERATOR_SLICE1",
+          "InputTensor": {"Type": "BUFFER", "Desc": {"DataType": "FLOAT16", "Sizes": [2, 2]}},
+          "OutputTensor": {"DataType": "FLOAT16", "Sizes": [2, 2]},
+          "InputWindowOffsets": [0, 0], "InputWindowSizes": [2, 2], "InputWindowStrides": [-1, 1],
+      }},
+      "commands": [
+        {"type": "dispatch", "dispatchable": "s",
+         "bindings": {"InputTensor": {"name": "x"}, "OutputTensor": "y"}},
+        {"type": "print", "resource": "y"}, {"type": "print", "resource": "r"},
+        {"type": "print", "resource": "f"},
+        {"type": "writeFile", "resource": "y", "targetPath": "y.npy", "dimensions": [2, 2]},
+        {"type": "writeFile", "resource": "r", "targetPath": "r.dat"},
+      ],
+    }""")
+    code, out, err = run(capsys, "run", model)
+    assert code == 0, err
+    assert out.splitlines() == ["Resource 'y': 3, 4, 1, 2",
+                                "Resource 'r': 0, 7, 8, 9, 0, 0, 0, 0",
+                                "Resource 'f': nan, -inf, 1e+06, 0.1"]
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [[3, 4], [1, 2]])
+    assert np.load(tmp_path / "y.npy").dtype == np.float16
+    assert np.fromfile(tmp_path / "r.dat", np.uint16).tolist() == [0, 7, 8, 9, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("value,text", [
+    (0.5, "0.5"), (1e6, "1e+06"), (123456789.0, "1.23457e+08"), (1e-5, "1e-05"),
+    (float("nan"), "nan"), (float("-inf"), "-inf"), (np.float16(0.1), "0.0999756"), (-3, "-3"),
+    (100.0, "100"),
+])
+def test_numbers_print_as_cpp_ostream(value, text):
+    assert format_value(value) == text
+
+
+def test_console_script_entry_point():
+    r = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(UPSTREAM / "dml_slice.json")],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and r.stdout == "Resource 'output': 7, 9, 12, 14, 17, 19\n"
