@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from descriptors import DML_TENSOR_DATA_TYPE, short_name
+from descriptors import DML_OPERATOR_TYPE, DML_TENSOR_DATA_TYPE, short_name
 
 from . import __version__
 from .device import SUPPORTED_DATA_TYPES, DMLCreateDevice1
@@ -100,7 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"dispatchable": name}
         try:
             d = load_dispatchable(name, spec)
-            entry["operator"] = short_name(d.desc.Type) if hasattr(d.desc.Type, "name") else d.desc.Type
+            entry["operator"] = short_name(d.desc.Type)
             lowest = min_feature_level(d.desc)
             entry["min_feature_level"] = short_level(lowest) if lowest else None
             if lowest is None:
@@ -150,7 +150,7 @@ def device_info() -> dict[str, Any]:
         "data_types": [short_name(t) for t in DML_TENSOR_DATA_TYPE if t in SUPPORTED_DATA_TYPES],
         "operators": operators,
         "operators_implemented": len(REGISTRY),
-        "operator_types": len(__import__("descriptors").DML_OPERATOR_TYPE),
+        "operator_types": len(DML_OPERATOR_TYPE),
         "threads": numba.config.NUMBA_NUM_THREADS,
         "threading_layer": numba.threading_layer(),
     }
@@ -167,7 +167,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print("Data types: " + ", ".join(info["data_types"]))
     print(f"Operators: {info['operators_implemented']} of {info['operator_types']} implemented")
     for op in info["operators"]:
-        print(f"  DML_OPERATOR_{op['operator']:<40} from {level_name(parse_level(op['introduced']))}"
+        since = level_name(parse_level(op["introduced"]))
+        print(f"  DML_OPERATOR_{op['operator']:<40} from {since}"
               + (" (in-place)" if op["in_place"] else ""))
     print(f"Threads: {info['threads']} (numba threading layer: {info['threading_layer']})")
     return 0
