@@ -205,3 +205,11 @@ def test_console_script_entry_point():
     r = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(UPSTREAM / "dml_slice.json")],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0 and r.stdout == "Resource 'output': 7, 9, 12, 14, 17, 19\n"
+
+
+def test_python_example_runs():
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "faithful_api.py")],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    rows = [[float(v) for v in line.strip(" []").split()] for line in r.stdout.splitlines()]
+    assert rows == [[8, 9, 10, 11], [4, 5, 6, 7], [0, 1, 2, 3]]
