@@ -192,18 +192,21 @@ class IDMLBindingTable:
             self.outputs = self._target("BindOutputs")._bind_outputs(list(bindings or []))
 
     def BindTemporaryResource(self, binding: Any) -> None:
-        with self._device._void_call():
-            size = self._target("BindTemporaryResource").GetBindingProperties()
-            self.temporary = bind_resource(binding, "IDMLBindingTable::BindTemporaryResource",
-                                           size.TemporaryResourceSize,
-                                           DML_TEMPORARY_BUFFER_ALIGNMENT)
+        self.temporary = self._bind_resource("BindTemporaryResource", binding,
+                                             "TemporaryResourceSize",
+                                             DML_TEMPORARY_BUFFER_ALIGNMENT)
 
     def BindPersistentResource(self, binding: Any) -> None:
+        self.persistent = self._bind_resource("BindPersistentResource", binding,
+                                              "PersistentResourceSize",
+                                              DML_PERSISTENT_BUFFER_ALIGNMENT)
+
+    def _bind_resource(self, method: str, binding: Any, size_field: str,
+                       alignment: int) -> Bound | None:
         with self._device._void_call():
-            size = self._target("BindPersistentResource").GetBindingProperties()
-            self.persistent = bind_resource(binding, "IDMLBindingTable::BindPersistentResource",
-                                            size.PersistentResourceSize,
-                                            DML_PERSISTENT_BUFFER_ALIGNMENT)
+            props = self._target(method).GetBindingProperties()
+            return bind_resource(binding, f"IDMLBindingTable::{method}",
+                                 getattr(props, size_field), alignment)
 
     def Reset(self, desc: DML_BINDING_TABLE_DESC | None) -> None:
         self._device._check_alive()

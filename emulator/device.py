@@ -258,19 +258,18 @@ class IDMLCompiledOperator:
             RequiredDescriptorCount=len(self._tensors("input")) + len(self._tensors("output")),
             TemporaryResourceSize=0, PersistentResourceSize=0)
 
-    def _bind_inputs(self, bindings: list[Any]) -> list[Bound | None]:
-        slots = self._tensors("input")
-        where = f"IDMLBindingTable::BindInputs ({self.name})"
+    def _bind(self, kind: str, method: str, bindings: list[Any]) -> list[Bound | None]:
+        slots = self._tensors(kind)
+        where = f"IDMLBindingTable::{method} ({self.name})"
         check_counts(where, self.name, len(bindings), [n for n, _ in slots])
         return [bind_tensor(b, f"{where}: binding {i} ({name})", t)
                 for i, (b, (name, t)) in enumerate(zip(bindings, slots))]
 
+    def _bind_inputs(self, bindings: list[Any]) -> list[Bound | None]:
+        return self._bind("input", "BindInputs", bindings)
+
     def _bind_outputs(self, bindings: list[Any]) -> list[Bound | None]:
-        slots = self._tensors("output")
-        where = f"IDMLBindingTable::BindOutputs ({self.name})"
-        check_counts(where, self.name, len(bindings), [n for n, _ in slots])
-        return [bind_tensor(b, f"{where}: binding {i} ({name})", t)
-                for i, (b, (name, t)) in enumerate(zip(bindings, slots))]
+        return self._bind("output", "BindOutputs", bindings)
 
     def _dispatch_command(self, table: IDMLBindingTable) -> OperatorDispatch:
         where = f"IDMLCommandRecorder::RecordDispatch ({self.name})"
