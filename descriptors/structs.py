@@ -9,6 +9,7 @@ descriptor holds data, and the device judges it (see ``emulator.validation``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +52,14 @@ class DML_BUFFER_TENSOR_DESC:
     DataType: DML_TENSOR_DATA_TYPE | int
     Flags: DML_TENSOR_FLAGS | int = DML_TENSOR_FLAGS.DML_TENSOR_FLAG_NONE
     DimensionCount: int | None = None
-    Sizes: tuple[int, ...] = ()
-    Strides: tuple[int, ...] | None = None
+    Sizes: Sequence[int] = ()
+    Strides: Sequence[int] | None = None
     TotalTensorSizeInBytes: int | None = None
     GuaranteedBaseOffsetAlignment: int = 0
 
     def __post_init__(self) -> None:
         _derive_count(self, "DimensionCount", "Sizes", "Strides")
-        if self.TotalTensorSizeInBytes is None:
+        if self.TotalTensorSizeInBytes is None and isinstance(self.DimensionCount, int):
             from .tensor import DMLCalcBufferTensorSize
 
             try:
@@ -109,7 +110,7 @@ class DML_BUFFER_BINDING:
 @dataclass(**_STRUCT)
 class DML_BUFFER_ARRAY_BINDING:
     BindingCount: int | None = None
-    Bindings: tuple[DML_BUFFER_BINDING, ...] = ()
+    Bindings: Sequence[DML_BUFFER_BINDING] = ()
 
     def __post_init__(self) -> None:
         _derive_count(self, "BindingCount", "Bindings")
@@ -134,7 +135,7 @@ class DML_BINDING_TABLE_DESC:
 @dataclass(**_STRUCT)
 class DML_FEATURE_QUERY_FEATURE_LEVELS:
     RequestedFeatureLevelCount: int | None = None
-    RequestedFeatureLevels: tuple[int, ...] = ()
+    RequestedFeatureLevels: Sequence[int] = ()
 
     def __post_init__(self) -> None:
         _derive_count(self, "RequestedFeatureLevelCount", "RequestedFeatureLevels")
@@ -172,7 +173,7 @@ def _operator_desc_class(schema: OperatorSchema) -> type:
         [(f.name, Any, dataclasses.field(default=None)) for f in schema.fields],
         namespace={"__post_init__": post_init, "__doc__": doc,
                    "OPERATOR_TYPE": schema.operator, "SCHEMA": schema},
-        **_STRUCT,
+        frozen=True, kw_only=True,
     )
     cls.__module__ = __name__
     return cls

@@ -100,7 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"dispatchable": name}
         try:
             d = load_dispatchable(name, spec)
-            entry["operator"] = short_name(d.desc.Type)
+            entry["operator"] = short_name(d.operator)
             lowest = min_feature_level(d.desc)
             entry["min_feature_level"] = short_level(lowest) if lowest else None
             if lowest is None:
@@ -151,7 +151,7 @@ def device_info() -> dict[str, Any]:
         "operators": operators,
         "operators_implemented": len(REGISTRY),
         "operator_types": len(DML_OPERATOR_TYPE),
-        "threads": numba.config.NUMBA_NUM_THREADS,
+        "threads": numba.get_num_threads(),
         "threading_layer": numba.threading_layer(),
     }
 

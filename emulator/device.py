@@ -327,7 +327,7 @@ class IDMLOperatorInitializer:
         where = "IDMLBindingTable::BindInputs (operator initializer)"
         check_counts(where, "the operator initializer", len(bindings),
                      [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
-        out = []
+        out: list[tuple[Bound | None, ...]] = []
         for i, (b, op) in enumerate(zip(bindings, self.operators)):
             slots = op._tensors("input")
             here = f"{where}: binding {i} ({op.name})"
@@ -392,7 +392,8 @@ class IDMLCommandRecorder:
                     bindingTable.dispatchable is not dispatchable:
                 raise invalid_arg("RecordDispatch: bindingTable must be a binding table created "
                                   "for this dispatchable")
-            commandList._record(dispatchable._dispatch_command(bindingTable))
+            target: Any = dispatchable  # checked above: a dispatchable of this device
+            commandList._record(target._dispatch_command(bindingTable))
 
 
 __all__ = ["DMLCreateDevice", "DMLCreateDevice1", "IDMLCommandRecorder", "IDMLCompiledOperator",

@@ -100,6 +100,11 @@ def _flags(enum_type: Any, value: Any, where: str) -> Any:
     return result
 
 
+def _str(value: Any, where: str, what: str) -> str:
+    _expect(isinstance(value, str), where, what, value)
+    return str(value)
+
+
 def _object(value: Any, where: str) -> dict:
     _expect(isinstance(value, dict), where, "an object", value)
     return value
@@ -203,6 +208,7 @@ def load_resource(name: str, spec: Any, base: Path) -> Resource:
     values = _initial_values(init, dtype, f"{where}.initialValues", base) if dtype is not None \
         else _from_file(init["sourcePath"], None, f"{where}.initialValues.sourcePath", base)
     if data_type is None:
+        assert values is not None  # a .npy source always has data
         try:
             data_type = data_type_of_numpy(values.dtype)
         except KeyError:
@@ -317,6 +323,7 @@ def operator_desc_from_json(value: Any, where: str, fused: bool = False) -> DML_
 @dataclass
 class Dispatchable:
     name: str
+    operator: DML_OPERATOR_TYPE
     desc: DML_OPERATOR_DESC
     flags: DML_EXECUTION_FLAGS
     init_bindings: dict[str, Any]
@@ -324,7 +331,7 @@ class Dispatchable:
 
     @property
     def schema(self) -> OperatorSchema:
-        return SCHEMA[DML_OPERATOR_TYPE(self.desc.Type)]
+        return SCHEMA[self.operator]
 
 
 def load_dispatchable(name: str, spec: Any) -> Dispatchable:
@@ -346,7 +353,7 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
         **_desc_fields(sch, fields, fwhere, fused=False)))
     flags = _flags(DML_EXECUTION_FLAGS, obj.get("executionFlags", []), f"{where}.executionFlags")
     bindings = _object(obj.get("bindings", {}), f"{where}.bindings")
-    return Dispatchable(name, desc, flags, bindings)
+    return Dispatchable(name, op, desc, flags, bindings)
 
 
 # -- the model -----------------------------------------------------------------------------------
@@ -531,8 +538,7 @@ class Runner:
 
     def write_file(self, obj: dict, where: str) -> None:
         res = self._resource(obj, where)
-        target = obj.get("targetPath")
-        _expect(isinstance(target, str), f"{where}.targetPath", "a file path", target)
+        target = _str(obj.get("targetPath"), f"{where}.targetPath", "a file path")
         path = self.model.path.parent / target
         values = res.buffer.numpy(res.dtype)
         try:

@@ -350,9 +350,10 @@ def unwrap_operator_desc(desc: Any) -> tuple[DML_OPERATOR_TYPE, Any]:
         op_type, inner = type(desc).OPERATOR_TYPE, desc
     else:
         raise invalid_arg(f"expected a DML_OPERATOR_DESC, got {type(desc).__name__}")
-    if not _is_int(op_type) or int(op_type) not in DML_OPERATOR_TYPE._value2member_map_:
+    if op_type is None or not _is_int(op_type) \
+            or int(op_type) not in DML_OPERATOR_TYPE._value2member_map_:
         raise invalid_arg(f"DML_OPERATOR_DESC.Type = {fmt(op_type)} is not a DML_OPERATOR_TYPE")
-    op_type = DML_OPERATOR_TYPE(op_type)
+    op_type = DML_OPERATOR_TYPE(int(op_type))
     if op_type == DML_OPERATOR_TYPE.DML_OPERATOR_INVALID:
         raise invalid_arg("DML_OPERATOR_DESC.Type = DML_OPERATOR_INVALID is not an operator")
     if inner is None:

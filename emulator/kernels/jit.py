@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import numba
 
-KERNEL = {"parallel": True, "cache": True, "nogil": True, "fastmath": False,
-          "boundscheck": False, "error_model": "numpy"}
-HELPER = {"cache": True, "nogil": True, "boundscheck": False, "error_model": "numpy"}
-
-kernel = numba.njit(**KERNEL)
-helper = numba.njit(**HELPER)
+kernel = numba.njit(parallel=True, cache=True, nogil=True, fastmath=False, boundscheck=False,
+                    error_model="numpy")
+helper = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 prange = numba.prange
