@@ -53,6 +53,10 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
     in_values = _per_field(inputs, [n for n, _ in ins], "inputs", op.name)
     out_values = _per_field(outputs, [n for n, _ in outs], "outputs", op.name)
 
+    for x, (name, t) in zip(in_values, ins):
+        if x is None and t is not None:
+            raise invalid_arg(f"execute ({op.name}): input {name} is None, but the operator desc "
+                              "has this tensor (pass an array, or make the tensor null)")
     in_buffers = [None if x is None or t is None else _input_buffer(x, t.total_bytes)
                   for x, (_, t) in zip(in_values, ins)]
     out_buffers = [Buffer(t.total_bytes) if x is None else x

@@ -280,3 +280,13 @@ def test_device_removed_is_sticky_and_keeps_the_first_cause():
         assert info.value.hresult == DXGI_ERROR_DEVICE_REMOVED
         assert "the table has no dispatchable" in str(info.value)
     assert dev.GetDeviceRemovedReason() == E_INVALIDARG
+
+
+def test_execute_binds_owned_inputs_at_initialization():
+    dev = DMLCreateDevice1()
+    x = np.arange(4, dtype=np.float32)
+    op = copy_op(desc(F32, [4], flags=DML_TENSOR_FLAG_OWNED_BY_DML))
+    [out] = dev.execute(op, [x])
+    assert out.tolist() == [0, 1, 2, 3]
+    with pytest.raises(DMLError, match="input InputTensor is None, but the operator desc has this"):
+        dev.execute(op, [None])
