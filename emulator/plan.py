@@ -71,3 +71,82 @@ class CopyPlan:
         strided_copy(element_view(regions[self.src], self.element_size), self.src_base,
                      element_view(regions[self.dst], self.element_size), self.dst_base,
                      self.sizes, self.src_strides, self.dst_strides)
+
+
+# Top-K: the work split and strategy are decided per dispatch from the thread count.
+TOPK_MIN_CHUNK = 4096  # never split a sequence into pieces shorter than this
+TOPK_TILE = 64  # sequences advancing together in column mode
+
+
+@dataclass(frozen=True, eq=False)
+class TopKPlan:
+    """Top-K of ``n`` elements along an axis for every sequence (all other coordinates).
+
+    ``seq_*``: collapsed sizes and element strides of the sequence dimensions in the input, value
+    and index tensors; ``*_axis``: the axis strides; ``key_constants``: see kernels/topk.py.
+    """
+
+    element_size: int
+    key_constants: np.ndarray
+    k: int
+    n: int
+    seq_sizes: np.ndarray
+    seq_in: np.ndarray
+    seq_val: np.ndarray
+    seq_idx: np.ndarray
+    in_axis: int
+    val_axis: int
+    idx_axis: int
+
+    @classmethod
+    def build(cls, element_size: int, key_constants: Sequence[int], k: int, axis: int,
+              in_sizes: Sequence[int], in_strides: Sequence[int], val_strides: Sequence[int],
+              idx_strides: Sequence[int]) -> TopKPlan:
+        def others(seq: Sequence[int]) -> list[int]:
+            return [v for d, v in enumerate(seq) if d != axis]
+
+        sizes, s_in, s_val, s_idx = collapse(others(in_sizes), others(in_strides),
+                                             others(val_strides), others(idx_strides))
+        return cls(element_size, np.asarray(key_constants, np.uint32), k, in_sizes[axis],
+                   int64s(sizes), int64s(s_in), int64s(s_val), int64s(s_idx),
+                   in_strides[axis], val_strides[axis], idx_strides[axis])
+
+    @property
+    def num_seq(self) -> int:
+        return int(np.prod(self.seq_sizes))
+
+    def strategy(self, threads: int) -> tuple[str, int]:
+        """("rows" | "columns" | "sort", chunks): chosen so every thread has work."""
+        lanes, lane_in = int(self.seq_sizes[-1]), int(self.seq_in[-1])
+        select_ok = 4 * self.k * self.k <= self.n  # insertion cost stays below one pass
+        columns = select_ok and lanes >= 2 and 0 < lane_in < self.in_axis
+        tasks = (self.num_seq // lanes) * -(-lanes // TOPK_TILE) if columns else self.num_seq
+        want = -(-2 * threads // tasks) if tasks < 2 * threads else 1
+        chunks = max(1, min(want, self.n // max(self.k, TOPK_MIN_CHUNK)))
+        if columns:
+            return "columns", chunks
+        select_ok = 4 * self.k * self.k <= self.n // chunks
+        return ("rows" if select_ok else "sort"), chunks
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        import numba
+
+        from .kernels import topk
+
+        x = element_view(regions["InputTensor"], self.element_size)
+        values = element_view(regions["OutputValueTensor"], self.element_size)
+        indices = element_view(regions["OutputIndexTensor"], 4)
+        mode, chunks = self.strategy(numba.get_num_threads())
+        keys = np.empty((self.num_seq, chunks, self.k), np.uint32)
+        idx = np.empty((self.num_seq, chunks, self.k), np.uint32)
+        common = (x, 0, self.seq_sizes, self.seq_in, self.n, self.in_axis, chunks, self.k,
+                  self.key_constants)
+        if mode == "columns":
+            topk.select_columns(*common, TOPK_TILE, keys, idx)
+        elif mode == "rows":
+            topk.select_rows(*common, keys, idx)
+        else:
+            topk.sort_rows(*common, keys, idx)
+        topk.finalize(x, 0, self.seq_sizes, self.seq_in, self.seq_val, self.seq_idx,
+                      self.in_axis, values, 0, self.val_axis, indices, 0, self.idx_axis,
+                      keys, idx, self.k)

@@ -18,7 +18,7 @@ from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMA, OperatorSc
 from .errors import invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
 from .ops import slice as slice0
-from .ops import slice1
+from .ops import slice1, top_k, top_k1
 from .validation import Band, Context, Validated, check_fields, check_support, unwrap_operator_desc
 
 OP = DML_OPERATOR_TYPE
@@ -44,6 +44,8 @@ class OperatorSpec:
 REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
     OP.DML_OPERATOR_SLICE: OperatorSpec(OP.DML_OPERATOR_SLICE, slice0, FL.DML_FEATURE_LEVEL_1_0),
     OP.DML_OPERATOR_SLICE1: OperatorSpec(OP.DML_OPERATOR_SLICE1, slice1, FL.DML_FEATURE_LEVEL_2_1),
+    OP.DML_OPERATOR_TOP_K: OperatorSpec(OP.DML_OPERATOR_TOP_K, top_k, FL.DML_FEATURE_LEVEL_2_0),
+    OP.DML_OPERATOR_TOP_K1: OperatorSpec(OP.DML_OPERATOR_TOP_K1, top_k1, FL.DML_FEATURE_LEVEL_2_1),
 }
 
 
@@ -70,8 +72,10 @@ def validate_operator(desc: Any, level: int) -> tuple[OperatorSpec, Validated]:
     spec = spec_for(op_type, level)
     ctx = Context(op_type, level)
     values = check_fields(ctx, spec.schema, inner)
-    check_support(ctx, spec.support, spec.schema, values)
+    # The operator's own rules first: when they fail, no feature level would help, so the
+    # support tables' "X or later allows it" hint is only given when it is true.
     spec.module.validate(ctx, values)
+    check_support(ctx, spec.support, spec.schema, values)
     return spec, Validated(op_type, spec.schema, level, values)
 
 

@@ -1,0 +1,117 @@
+"""DML_OPERATOR_TOP_K1 (DML_TOP_K1_OPERATOR_DESC): the K largest (DECREASING) or smallest
+(INCREASING) elements of every sequence along ``Axis``, sorted, with their indices.
+
+Rules (Microsoft's page, directml.md §4): the three tensors share a DimensionCount; input and
+values share a DataType; both outputs have the input's sizes except ``Sizes[Axis] == K``;
+``Axis < DimensionCount``. **Decisions** (directml.md §5): 1 <= K <= the axis size; ties are
+ordered by ascending index in both directions; NaN ranks above +inf (first when DECREASING, last
+when INCREASING), NaNs tie by index; -0 and +0 are equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+
+import numpy as np
+
+from descriptors import DML_AXIS_DIRECTION, DML_TENSOR_DATA_TYPE
+
+from ..plan import TopKPlan
+from ..validation import Band, Context, same
+from .common import DIMS_1_8, DIMS_4, EIGHT_TYPES, FL, INT64, UINT32, UINT64
+
+T = DML_TENSOR_DATA_TYPE
+DECREASING = DML_AXIS_DIRECTION.DML_AXIS_DIRECTION_DECREASING
+_T64 = (*EIGHT_TYPES[:2], INT64, *EIGHT_TYPES[2:5], UINT64, *EIGHT_TYPES[5:])
+
+
+def bands(first: FL, first_types: tuple[T, ...]) -> tuple[Band, ...]:
+    """The support tables TOP_K and TOP_K1 share from their first level on."""
+    def band(level: FL, dims: tuple[int, ...], types: tuple[T, ...],
+             index_types: tuple[T, ...] = (UINT32,)) -> Band:
+        return Band(level, {"InputTensor": (dims, types), "OutputValueTensor": (dims, types),
+                            "OutputIndexTensor": (dims, index_types)})
+
+    return tuple(b for b in (
+        band(first, DIMS_4, first_types),
+        band(FL.DML_FEATURE_LEVEL_2_1, DIMS_4, EIGHT_TYPES),
+        band(FL.DML_FEATURE_LEVEL_3_1, DIMS_1_8, EIGHT_TYPES),
+        band(FL.DML_FEATURE_LEVEL_5_0, DIMS_1_8, _T64, (UINT64, UINT32)),
+    ) if b.level >= first)
+
+
+SUPPORT = bands(FL.DML_FEATURE_LEVEL_2_1, EIGHT_TYPES)
+
+
+def validate(ctx: Context, v: SimpleNamespace) -> None:
+    i, val, idx = v.InputTensor, v.OutputValueTensor, v.OutputIndexTensor
+    same(ctx, "InputTensor", "OutputValueTensor", "DimensionCount", i.dim_count, val.dim_count)
+    same(ctx, "InputTensor", "OutputIndexTensor", "DimensionCount", i.dim_count, idx.dim_count)
+    same(ctx, "InputTensor", "OutputValueTensor", "DataType", i.data_type, val.data_type)
+    ctx.require(v.Axis < i.dim_count, "Axis", v.Axis,
+                f"must be less than InputTensor.DimensionCount ({i.dim_count})")
+    n = i.sizes[v.Axis]
+    ctx.require(1 <= v.K <= n, "K", v.K,
+                f"must lie in [1, InputTensor.Sizes[{v.Axis}]] = [1, {n}]")
+    expected = tuple(v.K if d == v.Axis else s for d, s in enumerate(i.sizes))
+    for name, t in (("OutputValueTensor", val), ("OutputIndexTensor", idx)):
+        ctx.require(t.sizes == expected, f"{name}.Sizes", t.sizes,
+                    f"must equal InputTensor.Sizes with Sizes[Axis = {v.Axis}] = K, that is "
+                    "{" + ", ".join(map(str, expected)) + "}")
+
+
+def key_constants(data_type: T, decreasing: bool) -> tuple[int, ...]:
+    """abs_mask, inf_bits, nan_bits, sign_bit, pos_xor, neg_xor, dir_mask (kernels/topk.py)."""
+    bits = np.dtype(f"u{np.dtype(_numpy(data_type)).itemsize}").itemsize * 8
+    ones, sign = (1 << bits) - 1, 1 << (bits - 1)
+    direction = 0 if decreasing else ones
+    if data_type == T.DML_TENSOR_DATA_TYPE_FLOAT32:
+        return 0x7FFFFFFF, 0x7F800000, 0x7FC00000, sign, sign, ones, direction
+    if data_type == T.DML_TENSOR_DATA_TYPE_FLOAT16:
+        return 0x7FFF, 0x7C00, 0x7E00, sign, sign, ones, direction
+    signed = np.dtype(_numpy(data_type)).kind == "i"
+    flip = sign if signed else 0
+    return ones, ones, 0, sign, flip, flip, direction
+
+
+def _numpy(data_type: T) -> str:
+    from descriptors import NUMPY_DTYPE
+
+    return NUMPY_DTYPE[data_type]
+
+
+def top_k_plan(v: SimpleNamespace, decreasing: bool) -> TopKPlan:
+    i = v.InputTensor
+    return TopKPlan.build(i.element_size, key_constants(i.data_type, decreasing), v.K, v.Axis,
+                          i.sizes, i.strides, v.OutputValueTensor.strides,
+                          v.OutputIndexTensor.strides)
+
+
+def plan(v: SimpleNamespace) -> TopKPlan:
+    return top_k_plan(v, v.AxisDirection == DECREASING)
+
+
+def top_k(x: np.ndarray, axis: int, k: int, decreasing: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The page's definition in NumPy: a stable sort of each sequence by value (NaN above +inf,
+    -0 equal to +0, ties by ascending index), keeping the first K."""
+    seq = np.moveaxis(x, axis, -1)
+    index = np.broadcast_to(np.arange(seq.shape[-1]), seq.shape)
+    if seq.dtype.kind == "f":
+        nan = np.isnan(seq)
+        value = np.where(nan, 0, seq).astype(np.float64) + 0.0  # + 0.0 turns -0 into +0
+    else:
+        nan = np.zeros(seq.shape, bool)
+        value = seq.astype(np.int64)
+    if decreasing:
+        order = np.lexsort((index, -value, ~nan), axis=-1)
+    else:
+        order = np.lexsort((index, value, nan), axis=-1)
+    order = order[..., :k]
+    values = np.take_along_axis(seq, order, axis=-1)
+    return np.moveaxis(values, -1, axis), np.moveaxis(order.astype(np.uint32), -1, axis)
+
+
+def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    values, indices = top_k(inputs["InputTensor"], v.Axis, v.K, v.AxisDirection == DECREASING)
+    return {"OutputValueTensor": values, "OutputIndexTensor": indices}
