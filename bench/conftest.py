@@ -30,3 +30,23 @@ def torch(threads):
 @pytest.fixture(scope="session")
 def scale(request) -> float:
     return request.config.getoption("--bench-scale")
+
+
+@pytest.fixture(scope="session")
+def ort(threads):
+    """A factory of ONNX Runtime sessions for one-node models, with Numba's thread count."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+
+    def session(node, inputs, outputs, initializers=()):
+        graph = onnx.helper.make_graph([node], "bench", inputs, outputs, list(initializers))
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+        model.ir_version = 8  # what every onnxruntime release reads
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        return ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
+
+    session.onnx = onnx
+    return session

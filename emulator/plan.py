@@ -76,6 +76,7 @@ class CopyPlan:
 # Top-K: the work split and strategy are decided per dispatch from the thread count.
 TOPK_MIN_CHUNK = 4096  # never split a sequence into pieces shorter than this
 TOPK_TILE = 64  # sequences advancing together in column mode
+TOPK_HEAP_RATIO = 64  # the heap is used while K * 64 <= the chunk's length
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,17 +117,17 @@ class TopKPlan:
         return int(np.prod(self.seq_sizes))
 
     def strategy(self, threads: int) -> tuple[str, int]:
-        """("rows" | "columns" | "sort", chunks): chosen so every thread has work."""
+        """("rows" | "columns" | "radix", chunks): chosen so every thread has work."""
         lanes, lane_in = int(self.seq_sizes[-1]), int(self.seq_in[-1])
-        select_ok = 4 * self.k * self.k <= self.n  # insertion cost stays below one pass
+        # A heap while few elements get in (K <= n/64, measured); else an exact radix select.
+        select_ok = TOPK_HEAP_RATIO * self.k <= self.n
         columns = select_ok and lanes >= 2 and 0 < lane_in < self.in_axis
         tasks = (self.num_seq // lanes) * -(-lanes // TOPK_TILE) if columns else self.num_seq
         want = -(-2 * threads // tasks) if tasks < 2 * threads else 1
-        chunks = max(1, min(want, self.n // max(self.k, TOPK_MIN_CHUNK)))
+        chunks = max(1, min(want, self.n // max(TOPK_HEAP_RATIO * self.k, TOPK_MIN_CHUNK)))
         if columns:
             return "columns", chunks
-        select_ok = 4 * self.k * self.k <= self.n // chunks
-        return ("rows" if select_ok else "sort"), chunks
+        return ("rows" if select_ok else "radix"), chunks
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         import numba
@@ -137,16 +138,14 @@ class TopKPlan:
         values = element_view(regions["OutputValueTensor"], self.element_size)
         indices = element_view(regions["OutputIndexTensor"], 4)
         mode, chunks = self.strategy(numba.get_num_threads())
-        keys = np.empty((self.num_seq, chunks, self.k), np.uint32)
-        idx = np.empty((self.num_seq, chunks, self.k), np.uint32)
-        common = (x, 0, self.seq_sizes, self.seq_in, self.n, self.in_axis, chunks, self.k,
+        part = np.empty((self.num_seq, chunks, self.k), np.uint64)
+        common = (x, self.seq_sizes, self.seq_in, self.n, self.in_axis, chunks, self.k,
                   self.key_constants)
         if mode == "columns":
-            topk.select_columns(*common, TOPK_TILE, keys, idx)
+            topk.select_columns(*common, TOPK_TILE, part)
         elif mode == "rows":
-            topk.select_rows(*common, keys, idx)
+            topk.select_rows(*common, part)
         else:
-            topk.sort_rows(*common, keys, idx)
-        topk.finalize(x, 0, self.seq_sizes, self.seq_in, self.seq_val, self.seq_idx,
-                      self.in_axis, values, 0, self.val_axis, indices, 0, self.idx_axis,
-                      keys, idx, self.k)
+            topk.radix_rows(*common, part)
+        topk.finalize(x, self.seq_sizes, self.seq_in, self.seq_val, self.seq_idx, self.in_axis,
+                      values, self.val_axis, indices, self.idx_axis, part, self.k)

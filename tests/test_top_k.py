@@ -185,7 +185,7 @@ def test_matches_reference(device, dt, rank):
 
 
 @pytest.mark.parametrize("strategy", [("rows", 1), ("rows", 3), ("columns", 1), ("columns", 4),
-                                      ("sort", 1), ("sort", 2)])
+                                      ("radix", 1), ("radix", 2)])
 @pytest.mark.parametrize("dt", [F32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_INT8,
                                 DML_TENSOR_DATA_TYPE_UINT16, DML_TENSOR_DATA_TYPE_INT32])
 def test_every_strategy_and_split(device, monkeypatch, dt, strategy):

@@ -6,33 +6,39 @@ key that orders elements the way TOP_K1 selects them (larger key = selected firs
     a = u & abs_mask;  u = nan_bits if a > inf_bits;  u = 0 if a == 0     (floats: one NaN, +0)
     key = u ^ (neg_xor if u & sign_bit else pos_xor) ^ dir_mask
 
-The constants (``key_constants``) make this one branch-free formula serve floats (NaN above +inf,
--0 == +0), signed and unsigned integers, in both directions (INCREASING flips every bit). Ties go to
-the lower index: elements are scanned in ascending index order and an equal key never displaces
-one already held. The pair (key, index) is a total order, so every split of the work gives the
-same bytes.
+The constants (``key_constants`` in ops/top_k1.py) make this one branch-free formula serve floats
+(NaN above +inf, -0 == +0), signed and unsigned integers, in both directions (INCREASING flips every
+bit). A candidate is packed as ``key << 32 | (0xFFFFFFFF - index)``: a larger packed value is a
+better element, ties going to the lower index, and no two elements of a sequence pack alike — a
+total order, so every split of the work gives the same bytes.
 
 Layout. ``seq_*`` describe the sequences (every coordinate but the axis, collapsed) and ``n``,
-``*_axis`` the axis. Partial results go to ``part_keys``/``part_idx`` shaped [sequence, chunk, K],
-each chunk's K best in order; ``finalize`` merges the chunks and writes values (bit copies of
-input elements) and UINT32 indices through the output strides.
+``*_axis`` the axis. Partial results go to ``part`` shaped [sequence, chunk, K], each chunk's K best
+packed candidates in descending order; ``finalize`` merges the chunks and writes values (bit copies
+of input elements) and UINT32 indices through the output strides.
 
-Algorithms. ``select_rows``: one task per (sequence, chunk), a sorted K-buffer with a running
-threshold, skipping whole blocks whose largest key cannot enter. ``select_columns``: when the axis
-is not the fastest-varying dimension, a tile of neighbouring sequences advances row by row so reads
-stay contiguous. ``sort_rows``: for large K, keys and indices packed in uint64, partitioned, sorted.
+Algorithms. ``select_rows``: one task per (sequence, chunk), a min-heap of the K best so far whose
+root is the threshold, skipping whole blocks whose largest key cannot enter (a vectorised pass);
+ideal when K is a small part of the sequence.
+``select_columns``: when the axis is not the fastest-varying dimension, a tile of neighbouring
+sequences advances row by row so reads stay contiguous. ``radix_rows``: when K is a larger part of
+the sequence (the heap would take most elements in), an exact radix select of the K-th largest key,
+then the K winners sorted.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .jit import helper, kernel, prange
+from .jit import helper, inline, kernel, prange
 
-BLOCK = 32  # elements whose max key is tested before any of them is looked at one by one
+BLOCK = 64  # elements whose largest key is found (vectorised) before any is looked at alone
+SUB = 8  # after a block's maximum gets in, sub-blocks of this size are tested the same way
+LOW = np.uint64(0xFFFFFFFF)
+SHIFT = np.uint64(32)
 
 
-@helper
+@inline
 def element_key(u, kc):  # pragma: no cover
     a = u & kc[0]
     if a > kc[1]:
@@ -42,6 +48,16 @@ def element_key(u, kc):  # pragma: no cover
     if u & kc[3]:
         return (u ^ kc[5]) ^ kc[6]
     return (u ^ kc[4]) ^ kc[6]
+
+
+@inline
+def pack(k, i):  # pragma: no cover
+    return (np.uint64(k) << SHIFT) | (LOW - np.uint64(i))
+
+
+@inline
+def unpack_index(p):  # pragma: no cover
+    return np.uint32(LOW - (p & LOW))
 
 
 @helper
@@ -61,21 +77,55 @@ def sequence_offsets(s, seq_sizes, seq_in, seq_val, seq_idx):  # pragma: no cove
 
 
 @helper
-def insert(keys, idxs, count, k, i):  # pragma: no cover
-    """Insert (k, i) into the sorted buffer of ``count`` entries (capacity len(keys))."""
-    p = count if count < keys.shape[0] else keys.shape[0] - 1
-    while p > 0 and keys[p - 1] < k:
-        keys[p] = keys[p - 1]
-        idxs[p] = idxs[p - 1]
-        p -= 1
-    keys[p] = k
-    idxs[p] = i
+def heap_push(h, count, v):  # pragma: no cover
+    """Add v to the min-heap h[:count]."""
+    p = count
+    while p > 0:
+        parent = (p - 1) >> 1
+        if h[parent] <= v:
+            break
+        h[p] = h[parent]
+        p = parent
+    h[p] = v
+
+
+@helper
+def heap_replace_root(h, count, v):  # pragma: no cover
+    """Replace the smallest element of the min-heap h[:count] by v (v > h[0]). Floyd's way: the
+    hole goes down to a leaf along the smaller children (no data-dependent branch), then v climbs
+    from there (it is usually large, so a level or two)."""
+    p = 0
+    c = 1
+    while c + 1 < count:
+        c += np.int64(h[c + 1] < h[c])
+        h[p] = h[c]
+        p = c
+        c = 2 * p + 1
+    if c < count:
+        h[p] = h[c]
+        p = c
+    while p > 0:
+        parent = (p - 1) >> 1
+        if h[parent] <= v:
+            break
+        h[p] = h[parent]
+        p = parent
+    h[p] = v
+
+
+@helper
+def heap_sort_descending(h, count):  # pragma: no cover
+    """Turn the min-heap h[:count] into an array sorted largest first."""
+    for end in range(count - 1, 0, -1):
+        smallest = h[0]
+        last = h[end]
+        h[end] = smallest
+        heap_replace_root(h[:end], end, last)
 
 
 @kernel
-def select_rows(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc,
-                part_keys, part_idx):  # pragma: no cover
-    num_seq = part_keys.shape[0]
+def select_rows(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, part):  # pragma: no cover
+    num_seq = part.shape[0]
     dummy = np.zeros(1, np.int64)
     for task in prange(num_seq * chunks):
         s = task // chunks
@@ -83,39 +133,51 @@ def select_rows(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc,
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
         o_in, _, _ = sequence_offsets(s, seq_sizes, seq_in, dummy, dummy)
-        base = np.uint64(in_base + o_in)
+        base = np.uint64(o_in)
         step = np.uint64(in_axis)
-        keys = part_keys[s, c]
-        idxs = part_idx[s, c]
-        i = lo
-        fill = lo + K
-        while i < fill:
-            insert(keys, idxs, i - lo, element_key(np.uint32(x[base + np.uint64(i) * step]), kc),
-                   np.uint32(i))
-            i += 1
-        thr = keys[K - 1]
+        h = part[s, c]
+        kb = np.empty(BLOCK, np.uint32)
+        for i in range(lo, lo + K):
+            heap_push(h, i - lo, pack(element_key(np.uint32(x[base + np.uint64(i) * step]), kc), i))
+        thr = np.uint32(h[0] >> SHIFT)
+        i = lo + K
         while i < hi:
-            end = min(hi, i + BLOCK)
+            width = min(hi - i, BLOCK)
+            first = base + np.uint64(i) * step
             m = np.uint32(0)
-            for j in range(i, end):
-                kk = element_key(np.uint32(x[base + np.uint64(j) * step]), kc)
-                m = max(m, kk)
-            if m > thr:
-                for j in range(i, end):
-                    kk = element_key(np.uint32(x[base + np.uint64(j) * step]), kc)
-                    if kk > thr:
-                        insert(keys, idxs, K, kk, np.uint32(j))
-                        thr = keys[K - 1]
-            i = end
+            # The block's keys and their maximum in one pass the compiler vectorises.
+            if step == 1:
+                for j in range(np.uint64(width)):
+                    kk = element_key(np.uint32(x[first + j]), kc)
+                    kb[j] = kk
+                    m = max(m, kk)
+            else:
+                for j in range(np.uint64(width)):
+                    kk = element_key(np.uint32(x[first + j * step]), kc)
+                    kb[j] = kk
+                    m = max(m, kk)
+            if m > thr:  # look closer, SUB elements at a time
+                for j0 in range(0, width, SUB):
+                    j1 = min(width, j0 + SUB)
+                    sm = np.uint32(0)
+                    for j in range(j0, j1):
+                        sm = max(sm, kb[j])
+                    if sm > thr:
+                        for j in range(j0, j1):
+                            if kb[j] > thr:
+                                heap_replace_root(h, K, pack(kb[j], i + j))
+                                thr = np.uint32(h[0] >> SHIFT)
+            i += width
+        heap_sort_descending(h, K)
 
 
 @kernel
-def select_columns(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc, tile,
-                   part_keys, part_idx):  # pragma: no cover
-    """Sequences along the last sequence dimension (``lanes``) advance together, row by row."""
+def select_columns(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, tile,
+                   part):  # pragma: no cover
+    """Sequences along the last sequence dimension (lanes) advance together, row by row."""
     lanes = seq_sizes[seq_sizes.shape[0] - 1]
     lane_step = np.uint64(seq_in[seq_sizes.shape[0] - 1])
-    groups = part_keys.shape[0] // lanes
+    groups = part.shape[0] // lanes
     tiles = (lanes + tile - 1) // tile
     dummy = np.zeros(1, np.int64)
     for task in prange(groups * tiles * chunks):
@@ -124,29 +186,74 @@ def select_columns(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc, til
         t = r // chunks
         c = r - t * chunks
         l0 = t * tile
-        l1 = min(lanes, l0 + tile)
+        width = min(lanes, l0 + tile) - l0
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
-        o_in, _, _ = sequence_offsets(g * lanes + l0, seq_sizes, seq_in, dummy, dummy)
-        base = np.uint64(in_base + o_in)
+        first = g * lanes + l0
+        o_in, _, _ = sequence_offsets(first, seq_sizes, seq_in, dummy, dummy)
+        base = np.uint64(o_in)
         step = np.uint64(in_axis)
-        thr = np.zeros(l1 - l0, np.uint32)
-        for i in range(lo, hi):
+        thr = np.empty(width, np.uint32)
+        keys = np.empty(width, np.uint32)
+        for i in range(lo, lo + K):
             row = base + np.uint64(i) * step
-            filling = i - lo < K
-            for lane in range(l1 - l0):
+            for lane in range(width):
                 kk = element_key(np.uint32(x[row + np.uint64(lane) * lane_step]), kc)
-                if filling or kk > thr[lane]:
-                    s = g * lanes + l0 + lane
-                    insert(part_keys[s, c], part_idx[s, c], min(i - lo, K), kk, np.uint32(i))
-                    thr[lane] = part_keys[s, c, K - 1]
+                heap_push(part[first + lane, c], i - lo, pack(kk, i))
+        for lane in range(width):
+            thr[lane] = np.uint32(part[first + lane, c, 0] >> SHIFT)
+        for i in range(lo + K, hi):
+            row = base + np.uint64(i) * step
+            hit = False
+            for lane in range(width):  # vectorised: keys of the row and "does any lane enter?"
+                kk = element_key(np.uint32(x[row + np.uint64(lane) * lane_step]), kc)
+                keys[lane] = kk
+                hit |= kk > thr[lane]
+            if hit:
+                for lane in range(width):
+                    if keys[lane] > thr[lane]:
+                        h = part[first + lane, c]
+                        heap_replace_root(h, K, pack(keys[lane], i))
+                        thr[lane] = np.uint32(h[0] >> SHIFT)
+        for lane in range(width):
+            heap_sort_descending(part[first + lane, c], K)
+
+
+@helper
+def radix_threshold(keys, count, K, spare):  # pragma: no cover
+    """(t, ties): t is the K-th largest of keys[:count]; the K best are the keys above t and the
+    first ``ties`` keys equal to t. Four 8-bit histogram levels, each over the previous level's
+    chosen bin only."""
+    hist = np.zeros(256, np.int64)
+    need = K
+    prefix = np.uint32(0)
+    src = keys
+    for level in range(4):
+        shift = np.uint32(24 - 8 * level)
+        hist[:] = 0
+        for j in range(count):
+            hist[(src[j] >> shift) & np.uint32(255)] += 1
+        b = 255
+        while hist[b] < need:
+            need -= hist[b]
+            b -= 1
+        prefix |= np.uint32(b) << shift
+        if level < 3:
+            kept = 0
+            for j in range(count):  # branch-free compaction of the chosen bin
+                v = src[j]
+                spare[kept] = v
+                kept += np.int64(((v >> shift) & np.uint32(255)) == np.uint32(b))
+            src = spare
+            count = kept
+    return prefix, need
 
 
 @kernel
-def sort_rows(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc,
-              part_keys, part_idx):  # pragma: no cover
-    """Pack (key, ~index) in uint64, partition out the K largest, sort them."""
-    num_seq = part_keys.shape[0]
+def radix_rows(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, part):  # pragma: no cover
+    """Keys of the whole chunk, the exact K-th largest by radix select, then the K winners
+    collected in index order (so ties keep the lower indices) and sorted."""
+    num_seq = part.shape[0]
     dummy = np.zeros(1, np.int64)
     for task in prange(num_seq * chunks):
         s = task // chunks
@@ -154,48 +261,43 @@ def sort_rows(x, in_base, seq_sizes, seq_in, n, in_axis, chunks, K, kc,
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
         o_in, _, _ = sequence_offsets(s, seq_sizes, seq_in, dummy, dummy)
-        base = np.uint64(in_base + o_in)
+        first = np.uint64(o_in) + np.uint64(lo) * np.uint64(in_axis)
         step = np.uint64(in_axis)
         m = hi - lo
-        packed = np.empty(m, np.uint64)
+        keys = np.empty(m, np.uint32)
+        spare = np.empty(m, np.uint32)
+        if step == 1:
+            for j in range(np.uint64(m)):
+                keys[j] = element_key(np.uint32(x[first + j]), kc)
+        else:
+            for j in range(np.uint64(m)):
+                keys[j] = element_key(np.uint32(x[first + j * step]), kc)
+        t, ties = radix_threshold(keys, m, K, spare)
+        best = np.empty(K, np.uint64)
+        got = 0
         for j in range(m):
-            i = lo + j
-            kk = element_key(np.uint32(x[base + np.uint64(i) * step]), kc)
-            packed[j] = (np.uint64(kk) << np.uint64(32)) | np.uint64(0xFFFFFFFF - i)
-        if m > K:
-            packed = np.partition(packed, m - K)
-        best = np.sort(packed[m - K:])
+            k = keys[j]
+            if k > t or (k == t and ties > 0):
+                ties -= np.int64(k == t)
+                best[got] = pack(k, lo + j)
+                got += 1
+        best = np.sort(best)
         for r in range(K):
-            p = best[K - 1 - r]
-            part_keys[s, c, r] = np.uint32(p >> np.uint64(32))
-            part_idx[s, c, r] = np.uint32(0xFFFFFFFF - (p & np.uint64(0xFFFFFFFF)))
+            part[s, c, r] = best[K - 1 - r]
 
 
 @kernel
-def finalize(x, in_base, seq_sizes, seq_in, seq_val, seq_idx, in_axis,
-             values, val_base, val_axis, indices, idx_base, idx_axis,
-             part_keys, part_idx, K):  # pragma: no cover
-    num_seq = part_keys.shape[0]
-    chunks = part_keys.shape[1]
+def finalize(x, seq_sizes, seq_in, seq_val, seq_idx, in_axis, values, val_axis, indices,
+             idx_axis, part, K):  # pragma: no cover
+    num_seq = part.shape[0]
+    chunks = part.shape[1]
     for s in prange(num_seq):
         o_in, o_val, o_idx = sequence_offsets(s, seq_sizes, seq_in, seq_val, seq_idx)
-        src = np.uint64(in_base + o_in)
-        vb = val_base + o_val
-        ib = idx_base + o_idx
-        if chunks == 1:
-            for r in range(K):
-                i = part_idx[s, 0, r]
-                values[vb + r * val_axis] = x[src + np.uint64(i) * np.uint64(in_axis)]
-                indices[ib + r * idx_axis] = i
-        else:
-            packed = np.empty(chunks * K, np.uint64)
-            for c in range(chunks):
-                for r in range(K):
-                    packed[c * K + r] = (np.uint64(part_keys[s, c, r]) << np.uint64(32)) | \
-                        np.uint64(0xFFFFFFFF - part_idx[s, c, r])
-            packed = np.sort(packed)
-            for r in range(K):
-                p = packed[chunks * K - 1 - r]
-                i = np.uint32(0xFFFFFFFF - (p & np.uint64(0xFFFFFFFF)))
-                values[vb + r * val_axis] = x[src + np.uint64(i) * np.uint64(in_axis)]
-                indices[ib + r * idx_axis] = i
+        best = part[s, 0]
+        if chunks > 1:  # merge: the K best of all chunks' K best
+            merged = np.sort(part[s].ravel())
+            best = merged[merged.shape[0] - K:][::-1]
+        for r in range(K):
+            i = unpack_index(best[r])
+            values[o_val + r * val_axis] = x[np.uint64(o_in) + np.uint64(i) * np.uint64(in_axis)]
+            indices[o_idx + r * idx_axis] = i
