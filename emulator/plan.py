@@ -149,3 +149,128 @@ class TopKPlan:
             topk.radix_rows(*common, part)
         topk.finalize(x, self.seq_sizes, self.seq_in, self.seq_val, self.seq_idx, self.in_axis,
                       values, self.val_axis, indices, self.idx_axis, part, self.k)
+
+
+def float_view(region: np.ndarray, element_size: int) -> np.ndarray:
+    """The storage type of a float tensor: float32 for FLOAT32, uint16 bits for FLOAT16
+    (kernels/floats.py converts them)."""
+    n = region.size // element_size
+    return region[: n * element_size].view(np.float32 if element_size == 4 else np.uint16)
+
+
+_NO_TENSOR: dict[int, np.ndarray] = {4: np.zeros(1, np.float32), 2: np.zeros(1, np.uint16)}
+# Collapsed sizes, then the input, output, scale and bias strides.
+Layout5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class MVNPlan:
+    """Normalize every group (coordinates outside ``axes``); see kernels/normalization.py.
+
+    ``g_*``/``a_*``: collapsed sizes and strides of the group and axis dimensions in the input,
+    output, scale and bias (zero strides where scale or bias broadcast)."""
+
+    element_size: int
+    g: Layout5
+    a: Layout5
+    count: int
+    has_scale: bool
+    has_bias: bool
+    normalize_variance: bool
+    epsilon: float
+    kind: int
+    p0: float
+    p1: float
+
+    @classmethod
+    def build(cls, element_size: int, sizes: Sequence[int], axes: Sequence[int],
+              strides: Sequence[Sequence[int]], has_scale: bool, has_bias: bool,
+              normalize_variance: bool, epsilon: float, kind: int, p0: float,
+              p1: float) -> MVNPlan:
+        """``strides``: input, output, scale, bias (zeros for an absent tensor)."""
+        axis_set = sorted(set(axes))
+        group_dims = [d for d in range(len(sizes)) if d not in axis_set]
+
+        def part(dims: list[int]) -> Layout5:
+            c = collapse([sizes[d] for d in dims], *[[s[d] for d in dims] for s in strides])
+            return int64s(c[0]), int64s(c[1]), int64s(c[2]), int64s(c[3]), int64s(c[4])
+
+        count = int(np.prod([sizes[d] for d in axis_set], dtype=np.int64))
+        return cls(element_size, part(group_dims), part(axis_set), count, has_scale, has_bias,
+                   normalize_variance, epsilon, kind, p0, p1)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from .kernels.normalization import mvn
+
+        def view(name: str, present: bool) -> np.ndarray:
+            if not present:
+                return _NO_TENSOR[self.element_size]
+            return float_view(regions[name], self.element_size)
+
+        mvn(view("InputTensor", True), view("OutputTensor", True),
+            view("ScaleTensor", self.has_scale), view("BiasTensor", self.has_bias), *self.g,
+            *self.a, self.count, self.has_scale, self.has_bias, self.normalize_variance,
+            self.epsilon, self.kind, self.p0, self.p1)
+
+
+@dataclass(frozen=True, eq=False)
+class UnaryPlan:
+    """An elementwise activation (or, with a slope tensor, PARAMETERIZED_RELU) over any strides."""
+
+    element_size: int
+    sizes: np.ndarray
+    x_strides: np.ndarray
+    slope_strides: np.ndarray
+    y_strides: np.ndarray
+    kind: int
+    p0: float
+    p1: float
+    slope: str | None = None
+
+    @classmethod
+    def build(cls, element_size: int, sizes: Sequence[int], x: Sequence[int], y: Sequence[int],
+              kind: int = 0, p0: float = 0.0, p1: float = 0.0,
+              slope: Sequence[int] | None = None, slope_name: str | None = None) -> UnaryPlan:
+        slope_strides = slope if slope is not None else [0] * len(sizes)
+        c, cx, cs, cy = collapse(sizes, x, slope_strides, y)
+        return cls(element_size, int64s(c), int64s(cx), int64s(cs), int64s(cy), kind, p0, p1,
+                   slope_name)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from .kernels.activation import unary
+
+        slope = (float_view(regions[self.slope], self.element_size) if self.slope
+                 else _NO_TENSOR[self.element_size])
+        unary(float_view(regions["InputTensor"], self.element_size), 0, slope, 0,
+              float_view(regions["OutputTensor"], self.element_size), 0, self.sizes,
+              self.x_strides, self.slope_strides, self.y_strides, self.kind, self.p0, self.p1,
+              self.slope is not None)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxPlan:
+    """SOFTMAX (0), LOG_SOFTMAX (1) or HARDMAX (2) along the last dimension of every row."""
+
+    element_size: int
+    lead_sizes: np.ndarray
+    x_lead: np.ndarray
+    y_lead: np.ndarray
+    width: int
+    x_step: int
+    y_step: int
+    mode: int
+
+    @classmethod
+    def build(cls, element_size: int, sizes: Sequence[int], x: Sequence[int], y: Sequence[int],
+              mode: int) -> SoftmaxPlan:
+        lead, lx, ly = collapse(sizes[:-1], x[:-1], y[:-1]) if len(sizes) > 1 else ((1,), (0,),
+                                                                                     (0,))
+        return cls(element_size, int64s(lead), int64s(lx), int64s(ly), sizes[-1], x[-1], y[-1],
+                   mode)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from .kernels.activation import softmax_rows
+
+        softmax_rows(float_view(regions["InputTensor"], self.element_size),
+                     float_view(regions["OutputTensor"], self.element_size), self.lead_sizes,
+                     self.x_lead, self.y_lead, self.width, self.x_step, self.y_step, self.mode)

@@ -10,15 +10,15 @@ introduced it, and whether an input and an output may share one resource region 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMA, OperatorSchema
 
+from .activations import BY_OPERATOR
 from .errors import invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
+from .ops import activation, mvn, mvn1, prelu, slice1, softmax, top_k, top_k1
 from .ops import slice as slice0
-from .ops import slice1, top_k, top_k1
 from .validation import Band, Context, Validated, check_fields, check_support, unwrap_operator_desc
 
 OP = DML_OPERATOR_TYPE
@@ -28,7 +28,9 @@ FL = DML_FEATURE_LEVEL
 @dataclass(frozen=True)
 class OperatorSpec:
     operator: DML_OPERATOR_TYPE
-    module: ModuleType
+    # An ops/ module, or a module-like namespace generated from a table (activations): it has
+    # SUPPORT, validate, plan and reference.
+    module: Any
     introduced: DML_FEATURE_LEVEL
     in_place: bool = False
 
@@ -46,6 +48,27 @@ REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
     OP.DML_OPERATOR_SLICE1: OperatorSpec(OP.DML_OPERATOR_SLICE1, slice1, FL.DML_FEATURE_LEVEL_2_1),
     OP.DML_OPERATOR_TOP_K: OperatorSpec(OP.DML_OPERATOR_TOP_K, top_k, FL.DML_FEATURE_LEVEL_2_0),
     OP.DML_OPERATOR_TOP_K1: OperatorSpec(OP.DML_OPERATOR_TOP_K1, top_k1, FL.DML_FEATURE_LEVEL_2_1),
+    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION: OperatorSpec(
+        OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION, mvn, FL.DML_FEATURE_LEVEL_1_0),
+    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1: OperatorSpec(
+        OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1, mvn1, FL.DML_FEATURE_LEVEL_2_1),
+    OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: OperatorSpec(
+        OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU, prelu, FL.DML_FEATURE_LEVEL_1_0,
+        in_place=True),
+    # Activations in the one activation table (emulator/activations.py); all run in place.
+    **{op: OperatorSpec(op, activation.module(op), BY_OPERATOR[op].introduced, in_place=True)
+       for op in (OP.DML_OPERATOR_ACTIVATION_ELU, OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID,
+                  OP.DML_OPERATOR_ACTIVATION_IDENTITY, OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU,
+                  OP.DML_OPERATOR_ACTIVATION_LINEAR, OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS,
+                  OP.DML_OPERATOR_ACTIVATION_RELU, OP.DML_OPERATOR_ACTIVATION_SCALED_ELU,
+                  OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, OP.DML_OPERATOR_ACTIVATION_SIGMOID,
+                  OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, OP.DML_OPERATOR_ACTIVATION_SOFTSIGN,
+                  OP.DML_OPERATOR_ACTIVATION_TANH, OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU,
+                  OP.DML_OPERATOR_ACTIVATION_SHRINK, OP.DML_OPERATOR_ACTIVATION_CELU,
+                  OP.DML_OPERATOR_ACTIVATION_GELU)},
+    **{op: OperatorSpec(op, softmax.module(op), FL.DML_FEATURE_LEVEL_1_0, in_place=True)
+       for op in (OP.DML_OPERATOR_ACTIVATION_SOFTMAX, OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX,
+                  OP.DML_OPERATOR_ACTIVATION_HARDMAX)},
 }
 
 

@@ -1,0 +1,105 @@
+"""The activation table: one row per activation, shared by the standalone activation operators and
+every operator that fuses one (MVN1, MVN).
+
+Each row gives the operator, its attribute fields (passed to kernels as p0, p1), the feature level
+that introduced the standalone operator, the level from which it may be fused (None: never), and
+a NumPy reference that reads like directml.md §4's formula. ``KIND`` numbers the Numba epilogues
+in ``kernels/activation.py``. Decisions where Microsoft is silent: NaN propagates through every
+activation; SOFTSIGN(±inf) = ±1; GELU(-inf) = -0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE
+
+OP = DML_OPERATOR_TYPE
+FL = DML_FEATURE_LEVEL
+
+
+def _softplus(z: np.ndarray) -> np.ndarray:
+    """ln(1 + e^z) without overflow or cancellation."""
+    return np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    import math
+
+    erfc = np.vectorize(lambda v: math.erfc(float(v)), otypes=[np.float64])
+    y = 0.5 * x * erfc(-x / np.sqrt(x.dtype.type(2)))  # 1 + erf(t) = erfc(-t), no cancellation
+    return np.where(x == -np.inf, -0.0, y)
+
+
+@dataclass(frozen=True)
+class Activation:
+    operator: DML_OPERATOR_TYPE
+    kind: int
+    params: tuple[str, ...]
+    introduced: DML_FEATURE_LEVEL
+    fusable_from: DML_FEATURE_LEVEL | None
+    formula: Callable[..., np.ndarray]
+
+    @property
+    def name(self) -> str:
+        return self.operator.name.removeprefix("DML_OPERATOR_ACTIVATION_")
+
+    def reference(self, x: np.ndarray, *params: float) -> np.ndarray:
+        """The formula on x (any float dtype; float64 or longdouble for accuracy), NaN kept."""
+        with np.errstate(all="ignore"):
+            p = [x.dtype.type(v) for v in params]
+            y = np.asarray(self.formula(x, *p), dtype=x.dtype)
+        return np.where(np.isnan(x), x, y)
+
+
+def _a(op: OP, kind: int, params: tuple[str, ...], introduced: FL, fusable: FL | None,
+       formula: Callable[..., np.ndarray]) -> Activation:
+    return Activation(op, kind, params, introduced, fusable, formula)
+
+
+L1, L2, L3, L51 = (FL.DML_FEATURE_LEVEL_1_0, FL.DML_FEATURE_LEVEL_2_0, FL.DML_FEATURE_LEVEL_3_0,
+                   FL.DML_FEATURE_LEVEL_5_1)
+
+# Elementwise activations (directml.md §4 formulas). Fused from 1_0 unless noted.
+ACTIVATIONS: tuple[Activation, ...] = (
+    _a(OP.DML_OPERATOR_ACTIVATION_IDENTITY, 0, (), L1, L1, lambda x: x),
+    _a(OP.DML_OPERATOR_ACTIVATION_LINEAR, 1, ("Alpha", "Beta"), L1, L1, lambda x, a, b: a * x + b),
+    _a(OP.DML_OPERATOR_ACTIVATION_SIGMOID, 2, (), L1, L1, lambda x: 1 / (1 + np.exp(-x))),
+    _a(OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID, 3, ("Alpha", "Beta"), L1, L1,
+       lambda x, a, b: np.maximum(0, np.minimum(a * x + b, 1))),
+    _a(OP.DML_OPERATOR_ACTIVATION_TANH, 4, (), L1, L1, np.tanh),
+    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, 5, ("Alpha", "Beta"), L1, L1,
+       lambda x, a, b: a * np.tanh(b * x)),
+    _a(OP.DML_OPERATOR_ACTIVATION_RELU, 6, (), L1, L1, lambda x: np.maximum(0, x)),
+    _a(OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU, 7, ("Alpha",), L1, L1,
+       lambda x, a: np.where(x >= 0, x, a * x)),
+    _a(OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU, 8, ("Alpha",), L1, L1,
+       lambda x, a: np.where(x > a, x, 0)),
+    _a(OP.DML_OPERATOR_ACTIVATION_ELU, 9, ("Alpha",), L1, L1,
+       lambda x, a: np.where(x >= 0, x, a * np.expm1(x))),
+    _a(OP.DML_OPERATOR_ACTIVATION_CELU, 10, ("Alpha",), L3, L3,
+       lambda x, a: np.where(x >= 0, x, a * np.expm1(x / a))),
+    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_ELU, 11, ("Alpha", "Gamma"), L1, L1,
+       lambda x, a, g: np.where(x > 0, g * x, g * (a * np.expm1(x)))),
+    _a(OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, 12, ("Steepness",), L1, L1,
+       lambda x, s: _softplus(s * x) / s),
+    _a(OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS, 13, ("Alpha", "Beta"), L1, L1,
+       lambda x, a, b: a * _softplus(b * x)),
+    _a(OP.DML_OPERATOR_ACTIVATION_SOFTSIGN, 14, (), L1, L1,
+       lambda x: np.where(np.isinf(x), np.sign(x), x / (1 + np.abs(x)))),
+    _a(OP.DML_OPERATOR_ACTIVATION_SHRINK, 15, ("Bias", "Threshold"), L2, L2,
+       lambda x, b, t: np.where(x > t, x - b, np.where(x < -t, x + b, 0))),
+    _a(OP.DML_OPERATOR_ACTIVATION_GELU, 16, (), L51, L51, _gelu),
+)
+
+BY_OPERATOR: dict[DML_OPERATOR_TYPE, Activation] = {a.operator: a for a in ACTIVATIONS}
+KIND_NONE = 0  # IDENTITY: no epilogue
+
+
+def params_of(act: Activation, values: object) -> tuple[float, float]:
+    """(p0, p1) for the kernels from a validated desc's attribute values (missing ones: 0)."""
+    p = [*(float(getattr(values, name)) for name in act.params), 0.0, 0.0]
+    return p[0], p[1]

@@ -1,0 +1,184 @@
+"""Activation epilogues and the standalone activation kernels.
+
+``activate(kind, buf, n, p0, p1)`` applies one activation (numbered as in ``emulator.activations``)
+to ``buf[:n]`` in place; one loop per activation, chosen once per block, so each loop vectorises
+where its math allows. It runs in the buffer's precision: float64 for the standalone operators
+(results within 1 ULP of the correctly rounded float32/float16), float32 inside MVN. NaN propagates.
+
+``unary`` runs an elementwise activation over any strides (with an optional per-element slope
+for PARAMETERIZED_RELU); ``softmax_rows`` the row-wise SOFTMAX, LOG_SOFTMAX and HARDMAX.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .floats import load64, store
+from .jit import helper, kernel, prange
+
+ROW_BLOCK = 2048  # elements converted, activated and stored together
+
+
+@helper
+def softplus(z):  # pragma: no cover
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+
+
+@helper
+def activate(kind, buf, n, p0, p1):  # pragma: no cover
+    if kind == 0:
+        return
+    if kind == 1:  # LINEAR
+        for i in range(n):
+            buf[i] = p0 * buf[i] + p1
+    elif kind == 2:  # SIGMOID
+        for i in range(n):
+            buf[i] = 1.0 / (1.0 + math.exp(-buf[i]))
+    elif kind == 3:  # HARD_SIGMOID
+        for i in range(n):
+            v = buf[i]
+            if v == v:
+                buf[i] = max(0.0, min(p0 * v + p1, 1.0))
+    elif kind == 4:  # TANH
+        for i in range(n):
+            buf[i] = math.tanh(buf[i])
+    elif kind == 5:  # SCALED_TANH
+        for i in range(n):
+            buf[i] = p0 * math.tanh(p1 * buf[i])
+    elif kind == 6:  # RELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v if v >= 0 or v != v else 0.0
+    elif kind == 7:  # LEAKY_RELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v if v >= 0 else p0 * v
+    elif kind == 8:  # THRESHOLDED_RELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v if v > p0 or v != v else 0.0
+    elif kind == 9:  # ELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v if v >= 0 else p0 * math.expm1(v)
+    elif kind == 10:  # CELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v if v >= 0 else p0 * math.expm1(v / p0)
+    elif kind == 11:  # SCALED_ELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = p1 * v if v > 0 else p1 * (p0 * math.expm1(v))
+    elif kind == 12:  # SOFTPLUS
+        for i in range(n):
+            buf[i] = softplus(p0 * buf[i]) / p0
+    elif kind == 13:  # PARAMETRIC_SOFTPLUS
+        for i in range(n):
+            buf[i] = p0 * softplus(p1 * buf[i])
+    elif kind == 14:  # SOFTSIGN
+        for i in range(n):
+            v = buf[i]
+            if math.isinf(v):
+                buf[i] = 1.0 if v > 0 else -1.0
+            else:
+                buf[i] = v / (1.0 + abs(v))
+    elif kind == 15:  # SHRINK
+        for i in range(n):
+            v = buf[i]
+            if v == v:
+                buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else 0.0)
+    elif kind == 16:  # GELU
+        for i in range(n):
+            v = buf[i]
+            buf[i] = -0.0 if v == -math.inf else 0.5 * v * math.erfc(-v * 0.7071067811865476)
+
+
+@kernel
+def unary(x, x_base, slope, slope_base, y, y_base, sizes, x_strides, slope_strides, y_strides,
+          kind, p0, p1, has_slope):  # pragma: no cover
+    """y = activation(x) elementwise over any strides; with ``has_slope``, PARAMETERIZED_RELU:
+    y = x if x >= 0 else slope * x."""
+    rank = sizes.shape[0]
+    inner = sizes[rank - 1]
+    xs, ss, ys = x_strides[rank - 1], slope_strides[rank - 1], y_strides[rank - 1]
+    rows = np.int64(1)
+    for k in range(rank - 1):
+        rows *= sizes[k]
+    blocks = (inner + ROW_BLOCK - 1) // ROW_BLOCK
+    for task in prange(rows * blocks):
+        row = task // blocks
+        j0 = (task - row * blocks) * ROW_BLOCK
+        n = min(inner, j0 + ROW_BLOCK) - j0
+        xo, so, yo = x_base + j0 * xs, slope_base + j0 * ss, y_base + j0 * ys
+        rem = row
+        for k in range(rank - 2, -1, -1):
+            c = rem % sizes[k]
+            rem //= sizes[k]
+            xo += c * x_strides[k]
+            so += c * slope_strides[k]
+            yo += c * y_strides[k]
+        buf = np.empty(n, np.float64)
+        for j in range(n):
+            buf[j] = load64(x, xo + j * xs)
+        if has_slope:
+            for j in range(n):
+                v = buf[j]
+                if v < 0:
+                    buf[j] = load64(slope, so + j * ss) * v
+        else:
+            activate(kind, buf, n, p0, p1)
+        for j in range(n):
+            store(y, yo + j * ys, buf[j])
+
+
+@kernel
+def softmax_rows(x, y, lead_sizes, x_lead, y_lead, width, xs, ys, mode):  # pragma: no cover
+    """Row-wise over the last dimension: mode 0 SOFTMAX, 1 LOG_SOFTMAX, 2 HARDMAX.
+
+    Computed in float64 with the row maximum subtracted; HARDMAX marks the first maximum (NaN
+    ranks highest, as in TOP_K)."""
+    rows = np.int64(1)
+    for k in range(lead_sizes.shape[0]):
+        rows *= lead_sizes[k]
+    for row in prange(rows):
+        xo = np.int64(0)
+        yo = np.int64(0)
+        rem = np.int64(row)
+        for k in range(lead_sizes.shape[0] - 1, -1, -1):
+            c = rem % lead_sizes[k]
+            rem //= lead_sizes[k]
+            xo += c * x_lead[k]
+            yo += c * y_lead[k]
+        buf = np.empty(width, np.float64)
+        best = 0
+        for j in range(width):
+            v = load64(x, xo + j * xs)
+            buf[j] = v
+            b = buf[best]
+            if (v != v and b == b) or v > b:
+                best = j
+        m = buf[best]
+        if mode == 2:
+            for j in range(width):
+                buf[j] = 1.0 if j == best else 0.0
+        elif m != m:
+            for j in range(width):
+                buf[j] = m
+        else:
+            total = 0.0
+            if m == math.inf:  # the +inf elements share the mass; others get 0
+                for j in range(width):
+                    total += 1.0 if buf[j] == m else 0.0
+                for j in range(width):
+                    e = 1.0 / total if buf[j] == m else 0.0
+                    buf[j] = e if mode == 0 else math.log(e)
+            else:
+                for j in range(width):
+                    total += math.exp(buf[j] - m)
+                for j in range(width):
+                    d = buf[j] - m
+                    buf[j] = math.exp(d) / total if mode == 0 else d - math.log(total)
+        for j in range(width):
+            store(y, yo + j * ys, buf[j])

@@ -1,0 +1,123 @@
+"""Storage type vs compute type: how kernels read and write FLOAT32 and FLOAT16 tensors.
+
+| DataType | storage (array the kernel sees) | load32 / load64 | store (from float32 or float64) |
+|---|---|---|---|
+| FLOAT32 | float32 | exact | round to nearest even (float32 / float64 → float32) |
+| FLOAT16 | uint16 bits | exact, through LLVM ``half`` (F16C) | round to nearest even, once |
+
+Numba has no CPU float16, so FLOAT16 elements are uint16 bits converted by LLVM intrinsics
+(``fpext``/``fptrunc`` on ``half``), which vectorise to F16C instructions. float64 → float16 is
+rounded once: to float32 with round-to-odd, then to float16 with round-to-nearest-even (exact,
+since float32 carries more than two extra bits). ``load32``/``load64``/``store`` choose the path by
+the array's type at compile time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+from .jit import inline
+
+
+@intrinsic
+def half_to_float(typingctx, bits):  # pragma: no cover - code generation
+    if bits != types.uint16:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def float_to_half(typingctx, value):  # pragma: no cover - code generation
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
+
+@intrinsic
+def float_bits(typingctx, value):  # pragma: no cover - code generation
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def bits_float(typingctx, bits):  # pragma: no cover - code generation
+    if bits != types.uint32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
+
+@inline
+def double_to_half(v):  # pragma: no cover
+    """float64 → float16 bits, rounded once to nearest even (via float32 rounded to odd)."""
+    f = np.float32(v)
+    if np.float64(f) != v and v == v and abs(f) != np.inf:
+        b = float_bits(f)
+        if abs(np.float64(f)) > abs(v):  # rounded away from zero: step back towards it
+            b = np.uint32(b - np.uint32(1))  # (Numba widens uint32 arithmetic otherwise)
+        f = bits_float(np.uint32(b | np.uint32(1)))
+    elif abs(f) == np.inf and abs(v) != np.inf:  # past float32's range: the largest float32
+        f = bits_float(np.uint32(float_bits(f) - np.uint32(1)))
+    return float_to_half(f)
+
+
+def load32(x, i):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+def load64(x, i):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+def store(y, i, v):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(load32, inline="always")
+def _load32(x, i):  # pragma: no cover - typing
+    if x.dtype == types.uint16:
+        return lambda x, i: half_to_float(x[i])
+    return lambda x, i: np.float32(x[i])
+
+
+@overload(load64, inline="always")
+def _load64(x, i):  # pragma: no cover - typing
+    if x.dtype == types.uint16:
+        return lambda x, i: np.float64(half_to_float(x[i]))
+    return lambda x, i: np.float64(x[i])
+
+
+@overload(store, inline="always")
+def _store(y, i, v):  # pragma: no cover - typing
+    if y.dtype == types.uint16:
+        if v == types.float64:
+            def store_half_from_double(y, i, v):
+                y[i] = double_to_half(v)
+            return store_half_from_double
+
+        def store_half(y, i, v):
+            y[i] = float_to_half(np.float32(v))
+        return store_half
+
+    def store_float(y, i, v):
+        y[i] = np.float32(v)
+    return store_float
