@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from .device import IDMLDevice
 
 
-def _per_field(values: Any, names: list[str], what: str, op_name: str) -> list[Any]:
+def _per_field(values: Any, names: list[str], what: str, op_name: str,
+               absent: frozenset[str] = frozenset()) -> list[Any]:
+    """One value per bind point. Trailing bind points whose tensor is absent (null) in the desc
+    may be left out."""
     if values is None:
         return [None] * len(names)
     if isinstance(values, Mapping):
@@ -30,6 +33,8 @@ def _per_field(values: Any, names: list[str], what: str, op_name: str) -> list[A
     if isinstance(values, np.ndarray):
         values = [values]
     values = list(values)
+    if len(values) < len(names) and all(n in absent for n in names[len(values):]):
+        values += [None] * (len(names) - len(values))
     if len(values) != len(names):
         raise invalid_arg(f"execute ({op_name}): {len(values)} {what} given; the operator has "
                           f"{len(names)} ({', '.join(names)}), optional ones included (pass None "
@@ -50,7 +55,8 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
     op = device.CreateOperator(operator_desc)
     compiled = device.CompileOperator(op)
     ins, outs = compiled._tensors("input"), compiled._tensors("output")
-    in_values = _per_field(inputs, [n for n, _ in ins], "inputs", op.name)
+    in_values = _per_field(inputs, [n for n, _ in ins], "inputs", op.name,
+                           frozenset(n for n, t in ins if t is None))
     out_values = _per_field(outputs, [n for n, _ in outs], "outputs", op.name)
 
     for x, (name, t) in zip(in_values, ins):

@@ -290,3 +290,19 @@ def test_execute_binds_owned_inputs_at_initialization():
     assert out.tolist() == [0, 1, 2, 3]
     with pytest.raises(DMLError, match="input InputTensor is None, but the operator desc has this"):
         dev.execute(op, [None])
+
+
+def test_execute_may_omit_trailing_absent_optional_inputs():
+    dev = DMLCreateDevice1()
+    x = np.arange(8, dtype=np.float32)
+    op = DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x), Axes=[0],
+        NormalizeVariance=False, Epsilon=0.0))
+    [a] = dev.execute(op, [x])
+    [b] = dev.execute(op, [x, None, None])
+    np.testing.assert_array_equal(a, b)
+    with_scale = DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), ScaleTensor=tensor_desc(x), BiasTensor=tensor_desc(x),
+        OutputTensor=tensor_desc(x), Axes=[0], NormalizeVariance=False, Epsilon=0.0))
+    with pytest.raises(DMLError, match="1 inputs given; the operator has 3"):
+        dev.execute(with_scale, [x])

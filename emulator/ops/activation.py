@@ -55,7 +55,7 @@ def check_attributes(ctx: Context, act: Activation, values: Any) -> None:
     """Rules on an activation's attributes, standalone or fused."""
     if act.operator == DML_OPERATOR_TYPE.DML_OPERATOR_ACTIVATION_SOFTPLUS:
         s = values.Steepness
-        if not s >= 1.0:  # NaN fails too
+        if ctx.level < FL.DML_FEATURE_LEVEL_6_4 and not s >= 1.0:  # NaN fails too
             ctx.fail("Steepness", s, "must be at least 1 (before DML_FEATURE_LEVEL_6_4)",
                      FL.DML_FEATURE_LEVEL_6_4)
 

@@ -1,0 +1,300 @@
+"""Activation operators: accuracy against a long-double reference (every FLOAT16 input within 1 ULP,
+FLOAT32 within 4 ULP), the softmax family, PARAMETERIZED_RELU, in-place execution and the
+feature-level accept/reject matrix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from descriptors import *
+from emulator import (
+    E_INVALIDARG,
+    Buffer,
+    CommandList,
+    CommandQueue,
+    DMLCreateDevice1,
+    DMLError,
+    min_feature_level,
+)
+from emulator.activations import ACTIVATIONS, BY_OPERATOR
+from emulator.kernels.activation import unary
+from emulator.ops.softmax import row_function
+from emulator.plan import int64s
+
+from .helpers import desc
+
+F32, F16 = DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16
+
+# Representative attributes (as float32, which is what a C FLOAT holds).
+PARAMS = {
+    "LINEAR": (1.5, -0.25), "HARD_SIGMOID": (0.2, 0.5), "SCALED_TANH": (1.7159, 0.6667),
+    "LEAKY_RELU": (0.01,), "THRESHOLDED_RELU": (0.3,), "ELU": (1.3,), "CELU": (0.7,),
+    "SCALED_ELU": (1.6732632, 1.0507010), "SOFTPLUS": (2.0,), "PARAMETRIC_SOFTPLUS": (0.8, 1.7),
+    "SHRINK": (0.5, 1.0),
+}
+EXECUTABLE = [a for a in ACTIVATIONS if a.introduced <= DML_FEATURE_LEVEL_4_0]
+
+
+def params(act):
+    return tuple(float(np.float32(p)) for p in PARAMS.get(act.name, ()))
+
+
+def activation_op(act, i, o=None):
+    cls = OPERATOR_DESC_CLASSES[act.operator]
+    fields = dict(zip(act.params, params(act)))
+    return DML_OPERATOR_DESC(Desc=cls(InputTensor=i, OutputTensor=o or i, **fields))
+
+
+def ordered(bits: np.ndarray, width: int) -> np.ndarray:
+    """Float bit patterns mapped to integers whose order is the floats' order (-0 == +0)."""
+    i = bits.astype(np.int64)
+    sign = 1 << (width - 1)
+    return np.where(i >= sign, sign - i, i)
+
+
+def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    width = got.dtype.itemsize * 8
+    g = ordered(got.view(f"u{got.dtype.itemsize}"), width)
+    w = ordered(want.view(f"u{want.dtype.itemsize}"), width)
+    d = np.abs(g - w)
+    both_nan = np.isnan(got) & np.isnan(want)
+    return np.where(both_nan, 0, np.where(np.isnan(got) | np.isnan(want), 1 << 40, d))
+
+
+def correctly_rounded(act, x, dtype):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return act.reference(x.astype(np.longdouble), *params(act)).astype(dtype)
+
+
+@pytest.fixture(scope="module")
+def device():
+    return DMLCreateDevice1(feature_level="4_0")
+
+
+ALL_HALVES = np.arange(65536, dtype=np.uint16).view(np.float16)
+
+
+@pytest.mark.parametrize("act", EXECUTABLE, ids=lambda a: a.name)
+def test_every_float16_input_within_one_ulp(device, act):
+    [y] = device.execute(activation_op(act, tensor_desc(ALL_HALVES)), [ALL_HALVES])
+    err = ulps(y, correctly_rounded(act, ALL_HALVES, np.float16))
+    assert err.max() <= 1, f"{act.name}: {err.max()} ULP at x={ALL_HALVES[err.argmax()]}"
+
+
+def float32_samples() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    random_bits = rng.integers(0, 2**32, 120_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    dense = rng.uniform(-30, 30, 60_000).astype(np.float32)
+    tiny = (rng.standard_normal(20_000) * 1e-6).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38, 88.7,
+                        -88.7, 103.9, -103.9, 1.0, -1.0], np.float32)
+    return np.concatenate([random_bits, dense, tiny, special])
+
+
+F32_SAMPLES = float32_samples()
+
+
+@pytest.mark.parametrize("act", EXECUTABLE, ids=lambda a: a.name)
+def test_float32_within_four_ulp(device, act):
+    x = F32_SAMPLES
+    [y] = device.execute(activation_op(act, tensor_desc(x)), [x])
+    err = ulps(y, correctly_rounded(act, x, np.float32))
+    assert err.max() <= 4, f"{act.name}: {err.max()} ULP at x={x[err.argmax()]!r}"
+
+
+def test_gelu_epilogue_is_accurate_though_no_emulated_level_has_it():
+    """GELU needs DML_FEATURE_LEVEL_5_1 (beyond the emulated levels): its kernel is checked
+    directly, so it is right when a later level is emulated."""
+    act = BY_OPERATOR[DML_OPERATOR_ACTIVATION_GELU]
+    for x, bits in ((ALL_HALVES.view(np.uint16), 1), (F32_SAMPLES, 4)):
+        y = np.empty_like(x)
+        n = x.size
+        unary(x, 0, x, 0, y, 0, int64s([n]), int64s([1]), int64s([0]), int64s([1]), act.kind,
+              0.0, 0.0, False)
+        dtype = np.float16 if x.dtype == np.uint16 else np.float32
+        err = ulps(y.view(dtype), correctly_rounded(act, x.view(dtype), dtype))
+        assert err.max() <= bits
+
+
+def test_nan_propagates_and_strided_layouts(device):
+    x = np.array([np.nan, -2.0, 0.5, np.inf, -np.inf, -0.0], np.float32)
+    for act in EXECUTABLE:
+        [y] = device.execute(activation_op(act, tensor_desc(x)), [x])
+        assert np.isnan(y[0]), act.name
+    # Padded input, broadcast (zero-stride) input, padded output.
+    act = BY_OPERATOR[DML_OPERATOR_ACTIVATION_ELU]
+    raw = np.arange(40, dtype=np.float32) / 7 - 3
+    out = np.full(24, 99, np.float32)
+    op = activation_op(act, desc(F32, [3, 4], [10, 2]), desc(F32, [3, 4], [8, 1]))
+    device.execute(op, [raw], [out])
+    x = np.lib.stride_tricks.as_strided(raw, (3, 4), (40, 8))
+    want = correctly_rounded(act, np.ascontiguousarray(x), np.float32)
+    np.testing.assert_array_equal(out.reshape(3, 8)[:, :4], want)
+    assert (out.reshape(3, 8)[:, 4:] == 99).all()
+    op = activation_op(act, desc(F32, [3, 4], [0, 1]), desc(F32, [3, 4]))
+    [y] = device.execute(op, [raw[:4].copy()])
+    np.testing.assert_array_equal(y, np.broadcast_to(correctly_rounded(act, raw[:4], np.float32),
+                                                     (3, 4)))
+
+
+def test_in_place_execution_is_allowed_for_activations():
+    dev = DMLCreateDevice1()
+    act = BY_OPERATOR[DML_OPERATOR_ACTIVATION_SIGMOID]
+    x = np.linspace(-4, 4, 16).astype(np.float32)
+    buf = Buffer.from_array(x)
+    op = dev.CompileOperator(dev.CreateOperator(activation_op(act, tensor_desc(x))))
+    init = dev.CreateOperatorInitializer([op])
+    table = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=op, SizeInDescriptors=2))
+    binding = DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(Buffer=buf))
+    table.BindInputs([binding])
+    table.BindOutputs([binding])
+    rec, cl = dev.CreateCommandRecorder(), CommandList()
+    rec.RecordDispatch(cl, init, dev.CreateBindingTable(DML_BINDING_TABLE_DESC(
+        Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount)))
+    rec.RecordDispatch(cl, op, table)
+    cl.Close()
+    CommandQueue().ExecuteCommandLists([cl])
+    np.testing.assert_array_equal(buf.numpy(np.float32), correctly_rounded(act, x, np.float32))
+
+
+# -- softmax, log-softmax, hardmax ------------------------------------------------------------------
+SOFTMAXES = [(DML_ACTIVATION_SOFTMAX_OPERATOR_DESC, 0), (DML_ACTIVATION_LOG_SOFTMAX_OPERATOR_DESC, 1),
+             (DML_ACTIVATION_HARDMAX_OPERATOR_DESC, 2)]
+
+
+@pytest.mark.parametrize("cls,mode", SOFTMAXES, ids=["SOFTMAX", "LOG_SOFTMAX", "HARDMAX"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_softmax_family(device, cls, mode, dt):
+    rng = np.random.default_rng(mode)
+    dtype = np.float32 if dt == F32 else np.float16
+    x = (rng.standard_normal((1, 1, 5, 37)) * 4).astype(dtype)
+    x[0, 0, 1, 3] = x[0, 0, 1, 7] = 30  # a tie for HARDMAX: the first wins
+    x[0, 0, 2, 5] = np.nan
+    x[0, 0, 3, 1] = np.inf
+    x[0, 0, 3, 9] = np.inf
+    x[0, 0, 4, :] = 2.5
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=cls(InputTensor=tensor_desc(x),
+                                                    OutputTensor=tensor_desc(x))), [x])
+    want = row_function(x.astype(np.longdouble).astype(np.float64), mode).astype(dtype)
+    assert ulps(y, want).max() <= (2 if mode < 2 else 0)
+    if mode == 2:
+        assert y[0, 0, 1, 3] == 1 and y[0, 0, 1, 7] == 0 and y[0, 0, 2, 5] == 1
+    if mode == 0:
+        np.testing.assert_allclose(np.nansum(y.astype(np.float64), axis=-1)[0, 0, [0, 1, 3, 4]], 1,
+                                   rtol=1e-2 if dt == F16 else 1e-6)
+
+
+def test_softmax_matches_a_plain_formula(device):
+    x = np.random.default_rng(0).standard_normal((3, 11)).astype(np.float32)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ACTIVATION_SOFTMAX_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x))), [x])
+    e = np.exp(x.astype(np.float64))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=2e-7)
+
+
+def test_parameterized_relu_with_broadcast_slope(device):
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    op = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), SlopeTensor=desc(F32, [2, 3, 4], [0, 1, 0]),
+        OutputTensor=tensor_desc(x)))
+    [y] = device.execute(op, [x, slope])
+    want = np.where(x >= 0, x, slope[None, :, None] * x)
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+    half = x.astype(np.float16)
+    op16 = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC(
+        InputTensor=tensor_desc(half), SlopeTensor=desc(F16, [2, 3, 4], [0, 1, 0]),
+        OutputTensor=tensor_desc(half)))
+    [y16] = device.execute(op16, [half, slope.astype(np.float16)])
+    want16 = np.where(half >= 0, half.astype(np.float64),
+                      slope.astype(np.float16).astype(np.float64)[None, :, None] * half)
+    assert ulps(y16, want16.astype(np.float16)).max() == 0
+
+
+# -- feature levels -------------------------------------------------------------------------------
+def act_op(name, dims=4, dt=F32, o_dt=None, o_sizes=None, **fields):
+    act = next(a for a in ACTIVATIONS if a.name == name) if name in {a.name for a in ACTIVATIONS} \
+        else None
+    op = getattr(DML_OPERATOR_TYPE, f"DML_OPERATOR_ACTIVATION_{name}")
+    cls = OPERATOR_DESC_CLASSES[op]
+    defaults = dict(zip(act.params, params(act))) if act else {}
+    defaults.update(fields)
+    sizes = [2] * dims
+    return DML_OPERATOR_DESC(Desc=cls(InputTensor=desc(dt, sizes),
+                                      OutputTensor=desc(o_dt or dt, o_sizes or sizes), **defaults))
+
+
+OK = None
+MATRIX = [
+    ("relu 4-D", act_op("RELU"), {"1_0": OK, "2_0": OK, "3_0": OK, "4_0": OK}),
+    ("relu 5-D", act_op("RELU", 5), {"1_0": ("InputTensor.DimensionCount = 5",
+                                             "DML_FEATURE_LEVEL_2_0 or later allows it"),
+                                     "2_0": OK, "3_0": OK, "4_0": OK}),
+    ("tanh 2-D", act_op("TANH", 2), {"1_0": ("DML_FEATURE_LEVEL_3_0",), "2_0": ("3_0",),
+                                     "3_0": OK, "4_0": OK}),
+    ("elu 8-D float16", act_op("ELU", 8, F16), {"1_0": ("3_0",), "2_0": ("3_0",), "3_0": OK,
+                                                "4_0": OK}),
+    ("shrink", act_op("SHRINK"), {"1_0": ("DML_OPERATOR_ACTIVATION_SHRINK was introduced in "
+                                          "DML_FEATURE_LEVEL_2_0",), "2_0": OK, "3_0": OK,
+                                  "4_0": OK}),
+    ("celu", act_op("CELU"), {"1_0": ("introduced in DML_FEATURE_LEVEL_3_0",),
+                              "2_0": ("introduced in DML_FEATURE_LEVEL_3_0",), "3_0": OK,
+                              "4_0": OK}),
+    ("gelu", act_op("GELU"), dict.fromkeys(["1_0", "2_0", "3_0", "4_0"], (
+        "DML_OPERATOR_ACTIVATION_GELU was introduced in DML_FEATURE_LEVEL_5_1",))),
+    ("softplus steepness", act_op("SOFTPLUS", Steepness=0.5), dict.fromkeys(
+        ["1_0", "2_0", "3_0", "4_0"], ("Steepness = 0.5 is invalid", "must be at least 1",
+                                       "DML_FEATURE_LEVEL_6_4 or later allows it"))),
+    ("int32", act_op("RELU", dt=DML_TENSOR_DATA_TYPE_INT32), dict.fromkeys(
+        ["1_0", "2_0", "3_0", "4_0"], ("InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT32",
+                                       "supported data types here are FLOAT32, FLOAT16"))),
+    ("type mismatch", act_op("SIGMOID", o_dt=F16), dict.fromkeys(["1_0", "2_0", "3_0", "4_0"], (
+        "OutputTensor.DataType = DML_TENSOR_DATA_TYPE_FLOAT16 is invalid", "same DataType"))),
+    ("size mismatch", act_op("SIGMOID", o_sizes=[2, 2, 2, 3]), dict.fromkeys(
+        ["1_0", "2_0", "3_0", "4_0"], ("OutputTensor.Sizes = {2, 2, 2, 3} is invalid",
+                                       "same Sizes"))),
+    ("softmax rank 3", DML_OPERATOR_DESC(Desc=DML_ACTIVATION_SOFTMAX_OPERATOR_DESC(
+        InputTensor=desc(F32, [1, 2, 3, 4]), OutputTensor=desc(F32, [1, 2, 3, 4]))), dict.fromkeys(
+        ["1_0", "2_0", "3_0", "4_0"], ("InputTensor.Sizes = {1, 2, 3, 4} is invalid",
+                                       "effective rank", "is 3"))),
+    ("hardmax rank 2", DML_OPERATOR_DESC(Desc=DML_ACTIVATION_HARDMAX_OPERATOR_DESC(
+        InputTensor=desc(F32, [1, 1, 3, 4]), OutputTensor=desc(F32, [1, 1, 3, 4]))),
+     dict.fromkeys(["1_0", "2_0", "3_0", "4_0"], OK)),
+    ("missing attribute", act_op("ELU", Alpha=None), dict.fromkeys(
+        ["1_0", "2_0", "3_0", "4_0"], ("Alpha = null is invalid: this field is required",))),
+]
+
+
+@pytest.mark.parametrize("name,op,expect", MATRIX, ids=[m[0] for m in MATRIX])
+@pytest.mark.parametrize("level", ["1_0", "2_0", "3_0", "4_0"])
+def test_feature_level_matrix(name, op, expect, level):
+    device = DMLCreateDevice1(feature_level=level)
+    wanted = expect[level]
+    if wanted is OK:
+        assert device.CreateOperator(op) is not None
+        return
+    with pytest.raises(DMLError) as info:
+        device.CreateOperator(op)
+    assert info.value.hresult == E_INVALIDARG and "DML_OPERATOR_ACTIVATION_" in str(info.value)
+    for text in wanted:
+        assert text in str(info.value), (text, str(info.value))
+
+
+def test_min_feature_levels():
+    assert min_feature_level(act_op("RELU")) == DML_FEATURE_LEVEL_1_0
+    assert min_feature_level(act_op("RELU", 5)) == DML_FEATURE_LEVEL_2_0
+    assert min_feature_level(act_op("RELU", 3)) == DML_FEATURE_LEVEL_3_0
+    assert min_feature_level(act_op("CELU")) == DML_FEATURE_LEVEL_3_0
+    assert min_feature_level(act_op("GELU")) == DML_FEATURE_LEVEL_5_1
+    assert min_feature_level(act_op("SOFTPLUS", Steepness=0.5)) == DML_FEATURE_LEVEL_6_4
+
+
+def test_every_activation_desc_is_registered():
+    from emulator import REGISTRY
+
+    for act in ACTIVATIONS:
+        assert REGISTRY[act.operator].in_place
+    assert dataclasses.is_dataclass(DML_ACTIVATION_RELU_OPERATOR_DESC)
