@@ -38,9 +38,7 @@ def ort(threads):
     ort = pytest.importorskip("onnxruntime")
     onnx = pytest.importorskip("onnx")
 
-    def session(node, inputs, outputs, initializers=()):
-        graph = onnx.helper.make_graph([node], "bench", inputs, outputs, list(initializers))
-        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    def session_from_model(model):
         model.ir_version = 8  # what every onnxruntime release reads
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -48,5 +46,11 @@ def ort(threads):
         return ort.InferenceSession(model.SerializeToString(), options,
                                     providers=["CPUExecutionProvider"])
 
+    def session(node, inputs, outputs, initializers=()):
+        graph = onnx.helper.make_graph([node], "bench", inputs, outputs, list(initializers))
+        return session_from_model(
+            onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]))
+
     session.onnx = onnx
+    session.session_from_model = session_from_model
     return session

@@ -39,18 +39,17 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 3:  # HARD_SIGMOID
         for i in range(n):
             v = buf[i]
-            if v == v:
-                buf[i] = max(0.0, min(p0 * v + p1, 1.0))
+            buf[i] = max(0.0, min(p0 * v + p1, 1.0)) if v == v else v
     elif kind == 4:  # TANH
         for i in range(n):
             buf[i] = math.tanh(buf[i])
     elif kind == 5:  # SCALED_TANH
         for i in range(n):
             buf[i] = p0 * math.tanh(p1 * buf[i])
-    elif kind == 6:  # RELU
+    elif kind == 6:  # RELU: an unconditional store of a select vectorises; NaN is not < 0
         for i in range(n):
             v = buf[i]
-            buf[i] = v if v >= 0 or v != v else 0.0
+            buf[i] = 0 if v < 0 else v
     elif kind == 7:  # LEAKY_RELU
         for i in range(n):
             v = buf[i]
@@ -87,8 +86,7 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 15:  # SHRINK
         for i in range(n):
             v = buf[i]
-            if v == v:
-                buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else 0.0)
+            buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else (0.0 if v == v else v))
     elif kind == 16:  # GELU
         for i in range(n):
             v = buf[i]

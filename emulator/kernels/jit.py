@@ -21,4 +21,9 @@ helper = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False, e
 # body it can vectorise (a call left in the loop made the top-k scan 4x slower).
 inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False,
                     error_model="numpy", inline="always")
+# Sums whose order no result promises (MVN statistics): LLVM may reassociate them, and only that
+# (no NaN/inf/zero-sign shortcuts), so they vectorise (4x faster). For one build the machine code
+# is fixed, so results do not depend on the thread count; lanes also make the sum more accurate.
+reduction = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy",
+                       fastmath={"reassoc"})
 prange = numba.prange

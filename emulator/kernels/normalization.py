@@ -2,8 +2,8 @@
 
 One task per group (every coordinate outside the normalized axes). Statistics are float64: the
 group is shifted by its first element (so a large common offset cancels before squaring) and
-summed in 8 independent lanes in a fixed order — vectorisable without reassociation, and the same
-bytes whatever the thread count. Normalization runs in float32 with the mean split into a float32
+summed row by row with reassociation allowed (``jit.reduction``), which vectorises; one thread
+sums a whole group, so the bytes do not depend on the thread count. Normalization runs in float32 with the mean split into a float32
 pair (hi + lo), so ``x - mean`` stays exact for inputs far from zero:
 
     y = ((x - mean_hi) - mean_lo) * (inv_std * scale) + bias,   then the activation, then store.
@@ -19,9 +19,8 @@ import numpy as np
 
 from .activation import activate
 from .floats import load32, load64, store
-from .jit import helper, kernel, prange
+from .jit import helper, kernel, prange, reduction
 
-LANES = 8
 ROW_BLOCK = 2048
 
 
@@ -43,6 +42,24 @@ def offsets4(index, sizes, s0, s1, s2, s3):  # pragma: no cover
     return o0, o1, o2, o3
 
 
+@reduction
+def row_sums(x, base, xs, n, shift):  # pragma: no cover
+    """Sum of d = x - shift and of d² over one row, in float64."""
+    s1 = 0.0
+    s2 = 0.0
+    if xs == 1:
+        for j in range(np.uint64(n)):
+            d = load64(x, base + j) - shift
+            s1 += d
+            s2 += d * d
+    else:
+        for j in range(np.uint64(n)):
+            d = load64(x, base + j * xs) - shift
+            s1 += d
+            s2 += d * d
+    return s1, s2
+
+
 @kernel
 def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in, a_out,
         a_scale, a_bias, count, has_scale, has_bias, normalize_variance, eps, kind, p0,
@@ -58,51 +75,69 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
     lead = a_sizes[:last]
     xs = np.uint64(a_in[last])
     ys = np.uint64(a_out[last])
-    ss = np.uint64(a_scale[last])
-    bs = np.uint64(a_bias[last])
+    ss = np.uint64(a_scale[last]) if has_scale else np.uint64(0)
+    bs = np.uint64(a_bias[last]) if has_bias else np.uint64(0)
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
     for g in prange(groups):
         gi, go, gs, gb = offsets4(g, g_sizes, g_in, g_out, g_scale, g_bias)
         shift = load64(x, np.uint64(gi))
-        acc1 = np.zeros(LANES, np.float64)
-        acc2 = np.zeros(LANES, np.float64)
-        for r in range(rows):
-            ri, _, _, _ = offsets4(r, lead, a_in, a_in, a_in, a_in)
-            base = np.uint64(gi + ri)
-            full = inner - inner % LANES
-            for j in range(0, full, LANES):
-                for lane in range(LANES):
-                    d = load64(x, base + np.uint64(j + lane) * xs) - shift
-                    acc1[lane] += d
-                    acc2[lane] += d * d
-            for j in range(full, inner):
-                d = load64(x, base + np.uint64(j) * xs) - shift
-                acc1[j - full] += d
-                acc2[j - full] += d * d
         s1 = 0.0
         s2 = 0.0
-        for lane in range(LANES):
-            s1 += acc1[lane]
-            s2 += acc2[lane]
+        for r in range(rows):
+            ri, _, _, _ = offsets4(r, lead, a_in, a_in, a_in, a_in)
+            r1, r2 = row_sums(x, np.uint64(gi + ri), xs, inner, shift)
+            s1 += r1
+            s2 += r2
         md = s1 / count
         var = max(s2 / count - md * md, 0.0)
         mean = shift + md
-        inv = np.float32(1.0 / math.sqrt(var + eps)) if normalize_variance else np.float32(1.0)
+        inv = np.float32(1.0 / math.sqrt(var + eps)) if normalize_variance else one
         hi = np.float32(mean)
         lo = np.float32(mean - np.float64(hi))
         buf = np.empty(min(inner, ROW_BLOCK), np.float32)
         for r in range(rows):
             ri, ro, rs, rb = offsets4(r, lead, a_in, a_out, a_scale, a_bias)
             for j0 in range(0, inner, ROW_BLOCK):
-                n = min(inner - j0, ROW_BLOCK)
+                n = np.uint64(min(inner - j0, ROW_BLOCK))
                 xb = np.uint64(gi + ri) + np.uint64(j0) * xs
                 sb = np.uint64(gs + rs) + np.uint64(j0) * ss
                 bb = np.uint64(gb + rb) + np.uint64(j0) * bs
-                for j in range(np.uint64(n)):
-                    v = (load32(x, xb + j * xs) - hi) - lo
-                    a = inv * load32(scale, sb + j * ss) if has_scale else inv
-                    b = load32(bias, bb + j * bs) if has_bias else np.float32(0.0)
-                    buf[j] = v * a + b
-                activate(kind, buf, n, p0, p1)
                 yb = np.uint64(go + ro) + np.uint64(j0) * ys
-                for j in range(np.uint64(n)):
-                    store(y, yb + j * ys, buf[j])
+                if ss == 0 and bs == 0 and xs == 1 and ys == 1 and (kind == 0 or kind == 6):
+                    # The common case in one loop, without the buffer round trip.
+                    a = inv * load32(scale, sb) if has_scale else inv
+                    b = load32(bias, bb) if has_bias else zero
+                    low = zero if kind == 6 else np.float32(-np.inf)
+                    for j in range(n):
+                        v = ((load32(x, xb + j) - hi) - lo) * a + b
+                        if v < low:  # (a conditional expression passed to the inlined store
+                            v = low  # came out wrong: keep it a statement)
+                        store(y, yb + j, v)
+                else:
+                    if ss == 0 and bs == 0:  # scale and bias constant along the row
+                        a = inv * load32(scale, sb) if has_scale else inv
+                        b = load32(bias, bb) if has_bias else zero
+                        if xs == 1:
+                            for j in range(n):
+                                buf[j] = ((load32(x, xb + j) - hi) - lo) * a + b
+                        else:
+                            for j in range(n):
+                                buf[j] = ((load32(x, xb + j * xs) - hi) - lo) * a + b
+                    elif xs == 1 and ss == 1 and bs == 1:  # per-element scale and bias
+                        for j in range(n):
+                            v = (load32(x, xb + j) - hi) - lo
+                            buf[j] = v * (inv * load32(scale, sb + j)) + load32(bias, bb + j)
+                    else:
+                        for j in range(n):
+                            v = (load32(x, xb + j * xs) - hi) - lo
+                            a = inv * load32(scale, sb + j * ss) if has_scale else inv
+                            b = load32(bias, bb + j * bs) if has_bias else zero
+                            buf[j] = v * a + b
+                    activate(kind, buf, n, p0, p1)
+                    if ys == 1:
+                        for j in range(n):
+                            store(y, yb + j, buf[j])
+                    else:
+                        for j in range(n):
+                            store(y, yb + j * ys, buf[j])
