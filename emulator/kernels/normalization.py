@@ -3,8 +3,9 @@
 One task per group (every coordinate outside the normalized axes). Statistics are float64: the
 group is shifted by its first element (so a large common offset cancels before squaring) and
 summed row by row with reassociation allowed (``jit.reduction``), which vectorises; one thread
-sums a whole group, so the bytes do not depend on the thread count. Normalization runs in float32 with the mean split into a float32
-pair (hi + lo), so ``x - mean`` stays exact for inputs far from zero:
+sums a whole group, so the bytes do not depend on the thread count. Normalization runs in
+float32 with the mean split into a float32 pair (hi + lo), so ``x - mean`` stays exact for
+inputs far from zero:
 
     y = ((x - mean_hi) - mean_lo) * (inv_std * scale) + bias,   then the activation, then store.
 
