@@ -95,8 +95,15 @@ def test_check_reports_the_lowest_level(capsys, tmp_path):
     code, out, _ = run(capsys, "check", UPSTREAM / "dml_slice.json", "--json")
     assert code == 0 and json.loads(out)["dispatchables"] == [
         {"dispatchable": "slice", "operator": "SLICE", "min_feature_level": "1_0"}]
-    code, out, _ = run(capsys, "check", EXAMPLES[0])
-    assert "valid from DML_FEATURE_LEVEL_2_1" in out
+    for example, level in [("slice1_reverse_subsample", "2_1"), ("activation_elu_float16", "3_0"),
+                           ("top_k1_smallest", "3_1"), ("mvn1_fused_leaky_relu", "2_1")]:
+        code, out, _ = run(capsys, "check", ROOT / "examples" / f"{example}.json")
+        assert code == 0 and f"valid from DML_FEATURE_LEVEL_{level}\n" in out, (example, out)
+    broadcast = (ROOT / "examples" / "mvn1_fused_leaky_relu.json").read_text().replace(
+        '"ScaleTensor":  { "DataType": "FLOAT32", "Sizes": [1, 2, 1, 1] }',
+        '"ScaleTensor":  { "DataType": "FLOAT32", "Sizes": [1, 1, 1, 1] }')
+    code, out, _ = run(capsys, "check", write(tmp_path, broadcast, "b.json"))
+    assert code == 0 and out == "norm: MEAN_VARIANCE_NORMALIZATION1 is valid from DML_FEATURE_LEVEL_4_0\n"
     bad = write(tmp_path, SLICE3D.replace('"InputWindowStrides": [1, -1, -1]',
                                           '"InputWindowStrides": [1, 0, -1]'))
     code, out, _ = run(capsys, "check", bad)
