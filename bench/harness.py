@@ -14,7 +14,7 @@ from descriptors import (
     DML_BINDING_TYPE_BUFFER,
     DML_BUFFER_BINDING,
 )
-from emulator import CommandList, CommandQueue, DMLCreateDevice1
+from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1
 
 
 class Prepared:
@@ -32,7 +32,10 @@ class Prepared:
                 Dispatchable=d, SizeInDescriptors=d.GetBindingProperties().RequiredDescriptorCount))
 
         def bind(a):
-            return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(Buffer=a))
+            # Tensor sizes are multiples of 4 bytes: pad small arrays (a zero point) with a copy.
+            src = a if a.nbytes % 4 == 0 else Buffer.from_array(a)
+            return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER,
+                                    Desc=DML_BUFFER_BINDING(Buffer=src))
 
         init = dev.CreateOperatorInitializer([self.compiled])
         lst = CommandList()

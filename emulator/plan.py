@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -274,3 +275,82 @@ class SoftmaxPlan:
         softmax_rows(float_view(regions["InputTensor"], self.element_size),
                      float_view(regions["OutputTensor"], self.element_size), self.lead_sizes,
                      self.x_lead, self.y_lead, self.width, self.x_step, self.y_step, self.mode)
+
+
+@dataclass(frozen=True, eq=False)
+class QLMMPlan:
+    """Quantized matmul over every batch (see kernels/qgemm.py). Scale and zero-point tensors are
+    read at element ``index * step`` (step 0 when per-tensor)."""
+
+    batch: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # sizes; A, B, Output strides
+    m: int
+    n: int
+    k: int
+    a_strides: tuple[int, int]  # (m, k)
+    b_strides: tuple[int, int]  # (k, n)
+    o_strides: tuple[int, int]  # (m, n)
+    steps: dict  # bind point name -> element step along M or N (absent tensors: None)
+    dtypes: dict  # bind point name -> numpy dtype of its storage view
+    out_range: tuple[float, float]
+
+    @classmethod
+    def build(cls, v: Any) -> QLMMPlan:
+        a, b, o = v.ATensor, v.BTensor, v.OutputTensor
+        rank = a.dim_count
+        c = collapse(a.sizes[:-2] or (1,), a.strides[:-2] or (0,), b.strides[:-2] or (0,),
+                     o.strides[:-2] or (0,))
+        steps: dict[str, int | None] = {}
+        dtypes: dict[str, np.dtype] = {}
+        for name, along in (("AScaleTensor", -2), ("AZeroPointTensor", -2),
+                            ("OutputScaleTensor", -2), ("OutputZeroPointTensor", -2),
+                            ("BScaleTensor", -1), ("BZeroPointTensor", -1)):
+            t = getattr(v, name)
+            if t is None:
+                steps[name] = None
+                continue
+            dim = t.dim_count + along
+            steps[name] = t.strides[dim] if dim >= 0 and t.sizes[dim] > 1 else 0
+            dtypes[name] = t.dtype
+        for name in ("ATensor", "BTensor", "OutputTensor"):
+            dtypes[name] = getattr(v, name).dtype
+        info = np.iinfo(o.dtype)
+        assert rank >= 2
+        return cls((int64s(c[0]), int64s(c[1]), int64s(c[2]), int64s(c[3])), a.sizes[-2],
+                   b.sizes[-1], a.sizes[-1], (a.strides[-2], a.strides[-1]),
+                   (b.strides[-2], b.strides[-1]), (o.strides[-2], o.strides[-1]), steps, dtypes,
+                   (float(info.min), float(info.max)))
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from .kernels import qgemm
+
+        def view(name: str) -> np.ndarray:
+            dt = self.dtypes[name]
+            region = regions[name]
+            return region[: region.size // dt.itemsize * dt.itemsize].view(dt)
+
+        def optional(name: str) -> tuple[np.ndarray, int, bool]:
+            if self.steps[name] is None:
+                return _NO_ZERO_POINT, 0, False
+            return view(name), int(self.steps[name]), True
+
+        sizes, sa, sb, so = self.batch
+        batches = int(np.prod(sizes))
+        kp = self.k + (self.k & 1)
+        tiles = -(-self.n // qgemm.NB)
+        ap = np.empty((batches, self.m, kp), np.int16)
+        bp = np.empty((batches, tiles, kp // 2, 2, qgemm.NB), np.int16)
+        qgemm.pack_a(view("ATensor"), sizes, sa, batches, self.m, self.k, *self.a_strides,
+                     *optional("AZeroPointTensor"), ap)
+        qgemm.pack_b(view("BTensor"), sizes, sb, batches, self.k, self.n, *self.b_strides,
+                     *optional("BZeroPointTensor"), bp)
+        acc = np.empty((batches, self.m, tiles * qgemm.NB), np.int64)
+        qgemm.gemm(ap, bp, acc)
+        qgemm.requantize(acc, sizes, so, batches, self.m, self.n, *self.o_strides,
+                         view("AScaleTensor"), self.steps["AScaleTensor"],
+                         view("BScaleTensor"), self.steps["BScaleTensor"],
+                         view("OutputScaleTensor"), self.steps["OutputScaleTensor"],
+                         *optional("OutputZeroPointTensor"), *self.out_range,
+                         view("OutputTensor"))
+
+
+_NO_ZERO_POINT = np.zeros(1, np.int8)

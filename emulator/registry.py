@@ -17,7 +17,7 @@ from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMA, OperatorSc
 from .activations import BY_OPERATOR
 from .errors import invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
-from .ops import activation, mvn, mvn1, prelu, slice1, softmax, top_k, top_k1
+from .ops import activation, mvn, mvn1, prelu, qlmm, slice1, softmax, top_k, top_k1
 from .ops import slice as slice0
 from .validation import Band, Context, Validated, check_fields, check_support, unwrap_operator_desc
 
@@ -52,6 +52,8 @@ REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
         OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION, mvn, FL.DML_FEATURE_LEVEL_1_0),
     OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1: OperatorSpec(
         OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1, mvn1, FL.DML_FEATURE_LEVEL_2_1),
+    OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: OperatorSpec(
+        OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY, qlmm, FL.DML_FEATURE_LEVEL_2_1),
     OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: OperatorSpec(
         OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU, prelu, FL.DML_FEATURE_LEVEL_1_0,
         in_place=True),
