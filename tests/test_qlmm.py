@@ -251,3 +251,23 @@ def test_levels():
         DML_FEATURE_LEVEL_4_0
     with pytest.raises(DMLError, match="introduced in DML_FEATURE_LEVEL_2_1"):
         DMLCreateDevice1(feature_level="2_0").CreateOperator(q())
+
+
+@pytest.mark.parametrize("a_t,b_t", [(I8, U8), (U8, I8), (I8, I8), (U8, U8)],
+                         ids=["I8xU8", "U8xI8", "I8xI8", "U8xU8"])
+def test_portable_and_vnni_paths_agree(device, monkeypatch, a_t, b_t):
+    """Both GEMM paths (the VNNI one runs where the CPU has it) give the reference's bytes."""
+    import emulator.plan as plan
+
+    rng = np.random.default_rng(int(a_t) + 10 * int(b_t))
+    m, k, n = 13, 70, 67
+    arrays = base_arrays(m, k, n, NP[a_t], NP[b_t])
+    for name, t, shape in (("ATensor", a_t, (1, 1, m, k)), ("BTensor", b_t, (1, 1, k, n))):
+        info = np.iinfo(NP[t])
+        arrays[name] = rng.integers(info.min, info.max + 1, shape).astype(NP[t])
+    arrays["AZeroPointTensor"] = rng.integers(0, 100, (1, 1, m, 1)).astype(NP[a_t])
+    arrays["BZeroPointTensor"] = rng.integers(0, 100, (1, 1, 1, n)).astype(NP[b_t])
+    arrays["OutputScaleTensor"] = np.full((1, 1, 1, 1), 300, np.float32)
+    for use_vnni in (True, False):
+        monkeypatch.setattr(plan, "QLMM_USE_VNNI", use_vnni)
+        run(device, arrays, np.int8, [1, 1, m, n])

@@ -118,7 +118,20 @@ def gemm(ap, bp, acc):  # pragma: no cover
 
 @kernel
 def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, bs_step,
-               oscale, os_step, ozp, oz_step, has_oz, lo, hi, y):  # pragma: no cover
+               oscale, os_step, ozp, oz_step, has_oz, lo, hi, y, K, row_sums, col_sums, azp,
+               az_step, has_az, a_shift, bzp, bz_step, has_bz, b_shift):  # pragma: no cover
+    """Output = saturate(rint(((acc' * AScale) * BScale) / OutputScale) + OutputZeroPoint).
+
+    acc' is the exact sum of (a - za)(b - zb). ``acc`` holds sums of the packed values
+    (a' = a + a_shift - ..., see vnni.py); with za' = za + a_shift and zb' = zb - b_shift,
+    acc' = acc - zb'·rows[m] - za'·cols[n] + K·za'·zb' (rows and cols are 0 when the packing
+    already subtracted the zero points). Per-column terms are gathered once per batch so the
+    per-row loop is branch-free and vectorises."""
+    zbq = np.empty(N, np.int64)
+    bsc = np.empty(N, np.float64)
+    for n in range(N):
+        zbq[n] = -np.int64(b_shift) + (np.int64(bzp[np.uint64(n * bz_step)]) if has_bz else 0)
+        bsc[n] = np.float64(bscale[np.uint64(n * bs_step)])
     for task in prange(batches * M):
         bi = task // M
         m = task - bi * M
@@ -126,13 +139,17 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, 
         sa = np.float64(ascale[np.uint64(m * as_step)])
         so = np.float64(oscale[np.uint64(m * os_step)])
         z = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
+        za = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
+        t1 = row_sums[bi, m] - K * za
+        cols = col_sums[bi]
+        row = acc[bi, m]
         base = np.uint64(o + m * sm)
-        for n in range(N):
-            real = ((np.float64(acc[bi, m, n]) * sa)
-                    * np.float64(bscale[np.uint64(n * bs_step)])) / so
-            q = z if real != real else np.rint(real) + z
-            if q < lo:
-                q = lo
-            if q > hi:
-                q = hi
-            y[base + np.uint64(n) * np.uint64(sn)] = q
+        step = np.uint64(sn)
+        for n in range(np.uint64(N)):
+            total = np.int64(row[n]) - zbq[n] * t1 - za * cols[n]
+            real = ((np.float64(total) * sa) * bsc[n]) / so
+            q = np.rint(real) + z
+            q = z if real != real else q
+            q = lo if q < lo else q
+            q = hi if q > hi else q
+            y[base + n * step] = q
