@@ -109,7 +109,7 @@ def test_ties_round_half_to_even_in_both_directions(device):
 def test_nan_and_infinite_results(device):
     arrays = base_arrays(1, 1, 3, np.int8, np.int8)
     arrays["BTensor"] = np.array([0, 1, -1], np.int8).reshape(1, 1, 1, 3)
-    arrays["OutputScaleTensor"] = np.zeros((1, 1, 1, 1), np.float32)  # 0/0, 1/0, -1/0
+    arrays["OutputScaleTensor"] = np.zeros((1, 1, 1, 1), np.float32)  # acc · inf: NaN, +inf, -inf
     arrays["OutputZeroPointTensor"] = np.full((1, 1, 1, 1), 9, np.int8)
     got = run(device, arrays, np.int8, [1, 1, 1, 3])
     assert got.ravel().tolist() == [9, 127, -128]

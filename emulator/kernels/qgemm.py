@@ -6,8 +6,8 @@
    run the compiler vectorises. Every INT8/UINT8 combination becomes the same int16 problem.
 2. ``gemm``: int32 accumulators per (row, column tile); K is split into blocks whose partial sums
    are added in int64, so any K is exact.
-3. ``requantize``: ((acc * AScale) * BScale) / OutputScale in float64, round half to even, add the
-   output zero point, saturate.
+3. ``requantize``: acc * ((AScale / OutputScale) * BScale) in float64, round half to even, add
+   the output zero point, saturate (the division happens once per row).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def gemm(ap, bp, acc):  # pragma: no cover
 def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, bs_step,
                oscale, os_step, ozp, oz_step, has_oz, lo, hi, y, K, row_sums, col_sums, azp,
                az_step, has_az, a_shift, bzp, bz_step, has_bz, b_shift):  # pragma: no cover
-    """Output = saturate(rint(((acc' * AScale) * BScale) / OutputScale) + OutputZeroPoint).
+    """Output = saturate(rint(acc' * ((AScale / OutputScale) * BScale)) + OutputZeroPoint).
 
     acc' is the exact sum of (a - za)(b - zb). ``acc`` holds sums of the packed values
     (a' = a + a_shift - ..., see vnni.py); with za' = za + a_shift and zb' = zb - b_shift,
@@ -136,8 +136,8 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, 
         bi = task // M
         m = task - bi * M
         o, _, _ = batch_offsets(bi, bsizes, bo, bo, bo)
-        sa = np.float64(ascale[np.uint64(m * as_step)])
-        so = np.float64(oscale[np.uint64(m * os_step)])
+        ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
+            oscale[np.uint64(m * os_step)])
         z = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
         za = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
         t1 = row_sums[bi, m] - K * za
@@ -147,7 +147,7 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, 
         step = np.uint64(sn)
         for n in range(np.uint64(N)):
             total = np.int64(row[n]) - zbq[n] * t1 - za * cols[n]
-            real = ((np.float64(total) * sa) * bsc[n]) / so
+            real = np.float64(total) * (ratio * bsc[n])
             q = np.rint(real) + z
             q = z if real != real else q
             q = lo if q < lo else q

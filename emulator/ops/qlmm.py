@@ -2,16 +2,18 @@
 each INT8 or UINT8, with FLOAT32 scales and optional zero points (0 when absent):
 
     acc = sum_k (A[m, k] - AZeroPoint) * (B[k, n] - BZeroPoint)            (exact, integers)
-    Output[m, n] = saturate(round_half_even(((acc * AScale) * BScale) / OutputScale)
+    Output[m, n] = saturate(round_half_even(acc * ((AScale / OutputScale) * BScale))
                             + OutputZeroPoint)                               (float64)
 
-**Decision** (directml.md §5): one rounding, evaluated in float64 from the float32 scales, left to
-right as written; a NaN result gives OutputZeroPoint. Rules: A, B and Output share a
-DimensionCount and their batch sizes; B's K equals A's; Output is {.., M, N}; each zero point has
-its tensor's DataType; all scale and zero-point tensors share a DimensionCount; AScale, AZeroPoint,
-OutputScale and OutputZeroPoint are per-tensor {1, .., 1} or per-row {1, .., M, 1}; BScale and
-BZeroPoint per-tensor or per-column {1, .., 1, N}. 4-D only before 4_0; from 4_0 A/B/Output 2 to 4
-dimensions and scales/zero points 1 to 4, shapes right-aligned.
+**Decision** (directml.md §5): one rounding, evaluated in float64 from the float32 scales in the
+order written (the division once per row); a NaN result gives OutputZeroPoint.
+
+Rules: A, B and Output share a DimensionCount and their batch sizes; B's K equals A's; Output is
+{.., M, N}; each zero point has its tensor's DataType; all scale and zero-point tensors share a
+DimensionCount; AScale, AZeroPoint, OutputScale and OutputZeroPoint are per-tensor {1, .., 1} or
+per-row {1, .., M, 1}; BScale and BZeroPoint per-tensor or per-column {1, .., 1, N}. 4-D only
+before 4_0; from 4_0 A/B/Output 2 to 4 dimensions and scales/zero points 1 to 4, shapes right-
+aligned.
 """
 
 from __future__ import annotations
@@ -113,9 +115,8 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
     out_dtype = np.int8 if v.OutputTensor.data_type == INT8 else np.uint8
     info = np.iinfo(out_dtype)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        real = ((acc.astype(np.float64) * arr("AScaleTensor").astype(np.float64))
-                * arr("BScaleTensor").astype(np.float64)) / arr("OutputScaleTensor").astype(
-                    np.float64)
+        ratio = arr("AScaleTensor").astype(np.float64) / arr("OutputScaleTensor").astype(np.float64)
+        real = acc.astype(np.float64) * (ratio * arr("BScaleTensor").astype(np.float64))
         q = np.rint(np.nan_to_num(real, nan=0.0, posinf=np.inf, neginf=-np.inf))
         q = q + arr("OutputZeroPointTensor").astype(np.float64)
         q = np.clip(q, info.min, info.max)
