@@ -10,6 +10,7 @@ operator needs no change here.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import sys
 import time
@@ -372,7 +373,9 @@ def parse_json5(text: str, name: str) -> Any:
     try:
         return json5.loads(text)
     except ValueError as e:
-        raise ModelError(f"{name}: invalid JSON: {e}") from None
+        m = re.match(r"<string>:(\d+) (.*) at column (\d+)", str(e))
+        where = f"{name}:{m.group(1)}:{m.group(3)}" if m else name
+        raise ModelError(f"{where}: invalid JSON: {m.group(2) if m else e}") from None
 
 
 def load_model(path: str | Path) -> Model:
