@@ -280,3 +280,31 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", plain)
     _progress("d", 40, 40)
     assert plain.getvalue() == ""
+
+
+def test_element_offsets_wrapped_fused_activation_and_omitted_optional_bind_points(capsys, tmp_path):
+    model = """{
+      "resources": {
+        "buf": {"initialValuesDataType": "FLOAT32",
+                "initialValues": [99, 99, 99, 99, 1, 2, 3, 4, 99, 99, 99, 99]},
+        "out": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 8, "value": 7}}
+      },
+      "dispatchables": {
+        "n": {"type": "DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1",
+              "desc": {"InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+                       "OutputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+                       "AxisCount": 1, "Axes": [0], "NormalizeVariance": false, "Epsilon": 0,
+                       "FusedActivation": {"Type": "DML_OPERATOR_ACTIVATION_LINEAR",
+                                           "Desc": {"Alpha": 2, "Beta": 0.5}}}}
+      },
+      "commands": [
+        {"type": "dispatch", "dispatchable": "n",
+         "bindings": {"InputTensor": {"name": "buf", "elementOffset": 4},
+                      "OutputTensor": {"name": "out", "elementOffset": 4}}},
+        {"type": "print", "resource": "out"}
+      ]
+    }"""
+    code, out, err = run(capsys, "run", write(tmp_path, model))
+    assert code == 0, err
+    # x - mean = -1.5 .. 1.5, times 2 plus 0.5; the first 4 floats of "out" are untouched.
+    assert out == "Resource 'out': 7, 7, 7, 7, -2.5, -0.5, 1.5, 3.5\n"
