@@ -335,46 +335,43 @@ class QLMMPlan:
 
         sizes, sa, sb, so = self.batch
         batches = int(np.prod(sizes))
+        bsc = np.ascontiguousarray(view("BScaleTensor")[
+            np.arange(self.n) * self.steps["BScaleTensor"]], np.float64)
         # VNNI where the CPU has it and K fits one exact int32 block; else the portable kernel.
-        use_vnni = vnni.HAS_VNNI and QLMM_USE_VNNI and self.k <= 4 * vnni.K4_BLOCK
-        a_shift = 128 if use_vnni and self.dtypes["ATensor"] == np.int8 else 0  # INT8 A unsigned
-        b_shift = 128 if use_vnni and self.dtypes["BTensor"] == np.uint8 else 0  # UINT8 B signed
-        if use_vnni:
+        if vnni.HAS_VNNI and QLMM_USE_VNNI and self.k <= 4 * vnni.K4_BLOCK:
+            a_shift = 128 if self.dtypes["ATensor"] == np.int8 else 0  # INT8 A -> unsigned
+            b_shift = 128 if self.dtypes["BTensor"] == np.uint8 else 0  # UINT8 B -> signed
             groups = -(-self.k // 4)
-            mt, nt = -(-self.m // vnni.MR), -(-self.n // vnni.NR)
-            ap = np.empty((batches, mt, groups, vnni.MR, 4), np.uint8)
-            bp = np.empty((batches, nt, groups, vnni.NV, 16, 4), np.int8)
-            rows = np.empty((batches, self.m), np.int64)
+            bp = np.empty((batches, -(-self.n // vnni.NR), groups, vnni.NV, 16, 4), np.int8)
             cols = np.empty((batches, self.n), np.int64)
-            vnni.pack_a(view("ATensor"), sizes, sa, batches, self.m, self.k, *self.a_strides,
-                        np.uint8(a_shift), ap, rows)
             vnni.pack_b(view("BTensor"), sizes, sb, batches, self.k, self.n, *self.b_strides,
                         np.uint8(b_shift), bp, cols)
-            acc = np.empty((batches, mt * vnni.MR, nt * vnni.NR), np.int32)
-            vnni.gemm(ap, bp, acc)
-            a_zero, b_zero = optional("AZeroPointTensor"), optional("BZeroPointTensor")
-        else:
-            kp = self.k + (self.k & 1)
-            tiles = -(-self.n // qgemm.NB)
-            ap16 = np.empty((batches, self.m, kp), np.int16)
-            bp16 = np.empty((batches, tiles, kp // 2, 2, qgemm.NB), np.int16)
-            qgemm.pack_a(view("ATensor"), sizes, sa, batches, self.m, self.k, *self.a_strides,
-                         *optional("AZeroPointTensor"), ap16)
-            qgemm.pack_b(view("BTensor"), sizes, sb, batches, self.k, self.n, *self.b_strides,
-                         *optional("BZeroPointTensor"), bp16)
-            acc = np.empty((batches, self.m, tiles * qgemm.NB), np.int64)
-            qgemm.gemm(ap16, bp16, acc)
-            # the zero points are already subtracted: no corrections
-            rows = np.zeros((batches, self.m), np.int64)
-            cols = np.zeros((batches, self.n), np.int64)
-            a_zero = b_zero = (_NO_ZERO_POINT, 0, False)
+            zb, zb_step, has_zb = optional("BZeroPointTensor")
+            zbq = (zb[np.arange(self.n) * zb_step].astype(np.int64) if has_zb
+                   else np.zeros(self.n, np.int64)) - b_shift
+            vnni.gemm_requantize(
+                view("ATensor"), sizes, sa, so, batches, self.m, self.k, self.n,
+                *self.a_strides, np.uint8(a_shift), bp, cols, zbq, bsc,
+                view("AScaleTensor"), self.steps["AScaleTensor"], view("OutputScaleTensor"),
+                self.steps["OutputScaleTensor"], *optional("OutputZeroPointTensor"),
+                *optional("AZeroPointTensor"), a_shift, *self.out_range, view("OutputTensor"),
+                *self.o_strides)
+            return
+        kp = self.k + (self.k & 1)
+        tiles = -(-self.n // qgemm.NB)
+        ap16 = np.empty((batches, self.m, kp), np.int16)
+        bp16 = np.empty((batches, tiles, kp // 2, 2, qgemm.NB), np.int16)
+        qgemm.pack_a(view("ATensor"), sizes, sa, batches, self.m, self.k, *self.a_strides,
+                     *optional("AZeroPointTensor"), ap16)
+        qgemm.pack_b(view("BTensor"), sizes, sb, batches, self.k, self.n, *self.b_strides,
+                     *optional("BZeroPointTensor"), bp16)
+        acc = np.empty((batches, self.m, tiles * qgemm.NB), np.int64)
+        qgemm.gemm(ap16, bp16, acc)  # the zero points are already subtracted
         qgemm.requantize(acc, sizes, so, batches, self.m, self.n, *self.o_strides,
-                         view("AScaleTensor"), self.steps["AScaleTensor"],
-                         view("BScaleTensor"), self.steps["BScaleTensor"],
+                         view("AScaleTensor"), self.steps["AScaleTensor"], bsc,
                          view("OutputScaleTensor"), self.steps["OutputScaleTensor"],
                          *optional("OutputZeroPointTensor"), *self.out_range,
-                         view("OutputTensor"), self.k, rows, cols, *a_zero, a_shift,
-                         *b_zero, b_shift)
+                         view("OutputTensor"))
 
 
 # The VNNI path is taken where the CPU has it; tests switch it off to check the portable path.

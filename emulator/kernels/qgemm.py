@@ -7,14 +7,15 @@
 2. ``gemm``: int32 accumulators per (row, column tile); K is split into blocks whose partial sums
    are added in int64, so any K is exact.
 3. ``requantize``: acc * ((AScale / OutputScale) * BScale) in float64, round half to even, add
-   the output zero point, saturate (the division happens once per row).
+   the output zero point, saturate (the division happens once per row). The VNNI path
+   (``vnni.py``) does the same per block with ``quantize``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .jit import helper, kernel, prange
+from .jit import helper, inline, kernel, prange
 
 NB = 64  # columns of B per tile (four 16-lane int32 vectors)
 MB = 8  # rows of A that share one B tile in a task
@@ -116,22 +117,22 @@ def gemm(ap, bp, acc):  # pragma: no cover
                     acc[bi, m, t * NB + j] += part[j]
 
 
-@kernel
-def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, bs_step,
-               oscale, os_step, ozp, oz_step, has_oz, lo, hi, y, K, row_sums, col_sums, azp,
-               az_step, has_az, a_shift, bzp, bz_step, has_bz, b_shift):  # pragma: no cover
-    """Output = saturate(rint(acc' * ((AScale / OutputScale) * BScale)) + OutputZeroPoint).
+@inline
+def quantize(total, factor, z, lo, hi):  # pragma: no cover
+    """saturate(round_half_even(total * factor) + z); a NaN gives z."""
+    real = np.float64(total) * factor
+    q = np.rint(real) + z
+    q = z if real != real else q
+    q = lo if q < lo else q
+    return hi if q > hi else q
 
-    acc' is the exact sum of (a - za)(b - zb). ``acc`` holds sums of the packed values
-    (a' = a + a_shift - ..., see vnni.py); with za' = za + a_shift and zb' = zb - b_shift,
-    acc' = acc - zb'·rows[m] - za'·cols[n] + K·za'·zb' (rows and cols are 0 when the packing
-    already subtracted the zero points). Per-column terms are gathered once per batch so the
-    per-row loop is branch-free and vectorises."""
-    zbq = np.empty(N, np.int64)
-    bsc = np.empty(N, np.float64)
-    for n in range(N):
-        zbq[n] = -np.int64(b_shift) + (np.int64(bzp[np.uint64(n * bz_step)]) if has_bz else 0)
-        bsc[n] = np.float64(bscale[np.uint64(n * bs_step)])
+
+@kernel
+def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bsc, oscale, os_step,
+               ozp, oz_step, has_oz, lo, hi, y):  # pragma: no cover
+    """Output = saturate(rint(acc * ((AScale / OutputScale) * BScale)) + OutputZeroPoint), for
+    an ``acc`` that already holds the exact sums of (a - za)(b - zb). ``bsc``: BScale per column
+    as float64."""
     for task in prange(batches * M):
         bi = task // M
         m = task - bi * M
@@ -139,17 +140,8 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bscale, 
         ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
             oscale[np.uint64(m * os_step)])
         z = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
-        za = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
-        t1 = row_sums[bi, m] - K * za
-        cols = col_sums[bi]
         row = acc[bi, m]
         base = np.uint64(o + m * sm)
         step = np.uint64(sn)
         for n in range(np.uint64(N)):
-            total = np.int64(row[n]) - zbq[n] * t1 - za * cols[n]
-            real = np.float64(total) * (ratio * bsc[n])
-            q = np.rint(real) + z
-            q = z if real != real else q
-            q = lo if q < lo else q
-            q = hi if q > hi else q
-            y[base + n * step] = q
+            y[base + n * step] = quantize(row[n], ratio * bsc[n], z, lo, hi)

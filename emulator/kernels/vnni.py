@@ -22,13 +22,14 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .jit import kernel, prange
-from .qgemm import batch_offsets
+from .qgemm import batch_offsets, quantize
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
 NV = 4  # 16-lane vectors of columns per tile
 NR = 16 * NV  # columns per tile
 K4_BLOCK = 16384  # 4-k groups per int32 accumulation: 255 * 128 * 65536 < 2^31
+BLOCK_TILES = 8  # tiles of MR rows per task: A rows and their int32 results stay in cache
 
 
 def _address(context, builder, array_type, array, byte_offset):
@@ -106,28 +107,6 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
 
 
 @kernel
-def pack_a(a, bsizes, ba, batches, M, K, sm, sk, flip, out, row_sums):  # pragma: no cover
-    """out[b, t, k // 4, r, k % 4] = A[b, t * MR + r, k] as uint8 (INT8 flipped by 128), zero
-    padded; row_sums[b, m] = sum_k of those bytes."""
-    tiles = out.shape[1]
-    for task in prange(batches * tiles):
-        bi = task // tiles
-        t = task - bi * tiles
-        o, _, _ = batch_offsets(bi, bsizes, ba, ba, ba)
-        panel = out[bi, t]
-        panel[...] = 0
-        for r in range(min(MR, M - t * MR)):
-            m = t * MR + r
-            base = np.uint64(o + m * sm)
-            total = np.int64(0)
-            for k in range(K):
-                v = np.uint8(np.uint8(a[base + np.uint64(k) * np.uint64(sk)]) ^ flip)
-                panel[k >> 2, r, k & 3] = v
-                total += np.int64(v)
-            row_sums[bi, m] = total
-
-
-@kernel
 def pack_b(b, bsizes, bb, batches, K, N, sk, sn, flip, out, col_sums):  # pragma: no cover
     """out[b, t, k // 4, v, l, k % 4] = B[b, k, t * NR + 16 v + l] as int8 (UINT8 flipped by
     128), zero padded; col_sums[b, n] = sum_k of those values. Rows of B are read in order."""
@@ -153,24 +132,62 @@ def pack_b(b, bsizes, bb, batches, K, N, sk, sn, flip, out, col_sums):  # pragma
 
 
 @kernel
-def gemm(ap, bp, acc):  # pragma: no cover
-    """acc[b, m, n] (int32, padded to whole tiles) = sum_k of the packed byte products; K must
-    fit one exact int32 block (4 * K4_BLOCK)."""
-    batches = ap.shape[0]
-    mtiles = ap.shape[1]
-    groups = ap.shape[2]
+def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp, cols, zbq,
+                    bsc, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz, azp, az_step,
+                    has_az, a_shift, lo, hi, y, o_sm, o_sn):  # pragma: no cover
+    """One task per block of BLOCK_TILES * MR rows of A: pack them (uint8, row sums), multiply
+    by every packed B tile into a small int32 block, and requantize that block straight into
+    the output, so nothing of size M x N is ever written but the output.
+
+    Exact sum of (a - za)(b - zb) = acc - zb'·rows[m] - za'·cols[n] + K·za'·zb', with
+    za' = za + a_shift and zb' (``zbq``) = zb - b_shift undoing the packing's shifts."""
+    groups = bp.shape[2]
     ntiles = bp.shape[1]
-    ldc = acc.shape[2]
-    flat_a = ap.reshape(-1)
+    mtiles = (M + MR - 1) // MR
+    blocks = (mtiles + BLOCK_TILES - 1) // BLOCK_TILES
     flat_b = bp.reshape(-1)
-    flat_c = acc.reshape(-1)
-    a_panel = groups * MR * 4
     b_panel = groups * NR * 4
-    for task in prange(batches * mtiles * ntiles):
-        bi = task // (mtiles * ntiles)
-        r = task - bi * mtiles * ntiles
-        mt = r // ntiles
-        nt = r - mt * ntiles
-        vnni_tile(flat_a, np.int64((bi * mtiles + mt) * a_panel), flat_b,
-                  np.int64((bi * ntiles + nt) * b_panel), np.int64(groups), flat_c,
-                  np.int64((bi * acc.shape[1] + mt * MR) * ldc + nt * NR), np.int64(ldc))
+    for task in prange(batches * blocks):
+        bi = task // blocks
+        blk = task - bi * blocks
+        t0 = blk * BLOCK_TILES
+        tiles = min(BLOCK_TILES, mtiles - t0)
+        oa, _, oo = batch_offsets(bi, bsizes, ba, ba, bo)
+        panel = np.zeros(tiles * groups * MR * 4, np.uint8)
+        rows = tiles * MR
+        row_sums = np.zeros(rows, np.int64)
+        ratio = np.empty(rows, np.float64)
+        zo = np.empty(rows, np.float64)
+        za = np.empty(rows, np.int64)
+        for i in range(min(rows, M - t0 * MR)):
+            m = t0 * MR + i
+            t = i // MR
+            r = i - t * MR
+            base = np.uint64(oa + m * a_sm)
+            total = np.int64(0)
+            tile_base = np.uint64(t * groups * MR * 4 + r * 4)
+            for k in range(np.uint64(K)):
+                v = np.uint8(np.uint8(a[base + k * np.uint64(a_sk)]) ^ a_flip)
+                panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4) + (k & np.uint64(3))] = v
+                total += np.int64(v)
+            row_sums[i] = total
+            ratio[i] = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
+                oscale[np.uint64(m * os_step)])
+            zo[i] = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
+            za[i] = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
+        block = np.empty(rows * NR, np.int32)
+        for nt in range(ntiles):
+            for t in range(tiles):
+                vnni_tile(panel, np.int64(t * groups * MR * 4), flat_b,
+                          np.int64((bi * ntiles + nt) * b_panel), np.int64(groups), block,
+                          np.int64(t * MR * NR), np.int64(NR))
+            width = min(NR, N - nt * NR)
+            for i in range(min(rows, M - t0 * MR)):
+                m = t0 * MR + i
+                t1 = row_sums[i] - K * za[i]
+                out = np.uint64(oo + m * o_sm + nt * NR * o_sn)
+                for j in range(np.uint64(width)):
+                    n = np.uint64(nt * NR) + j
+                    total = np.int64(block[i * NR + j]) - zbq[n] * t1 - za[i] * cols[bi, n]
+                    y[out + j * np.uint64(o_sn)] = quantize(total, ratio[i] * bsc[n], zo[i],
+                                                            lo, hi)
