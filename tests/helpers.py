@@ -66,3 +66,22 @@ def strided_buffer(rng: np.random.Generator, data_type: int, sizes, strides=None
     if fill is None:
         return rng.integers(0, 256, size=n, dtype=np.uint8)
     return np.full(n, fill, dtype=np.uint8)
+
+
+def check_level_case(op, level: str, wanted, operator_name: str) -> None:
+    """One cell of an accept/reject matrix: accepted (wanted None) at ``level``, or rejected with
+    E_INVALIDARG and a message containing the operator's name and every string of ``wanted``."""
+    import pytest
+
+    from emulator import E_INVALIDARG, DMLCreateDevice1, DMLError
+
+    device = DMLCreateDevice1(feature_level=level)
+    if wanted is None:
+        assert device.CreateOperator(op) is not None
+        return
+    with pytest.raises(DMLError) as info:
+        device.CreateOperator(op)
+    message = str(info.value)
+    assert info.value.hresult == E_INVALIDARG and operator_name in message, message
+    for text in wanted:
+        assert text in message, (text, message)
