@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .floats import load64, store
+from .index import offsets4
 from .jit import helper, kernel, prange
 
 ROW_BLOCK = 2048  # elements converted, activated and stored together
@@ -109,14 +110,9 @@ def unary(x, x_base, slope, slope_base, y, y_base, sizes, x_strides, slope_strid
         row = task // blocks
         j0 = (task - row * blocks) * ROW_BLOCK
         n = min(inner, j0 + ROW_BLOCK) - j0
-        xo, so, yo = x_base + j0 * xs, slope_base + j0 * ss, y_base + j0 * ys
-        rem = row
-        for k in range(rank - 2, -1, -1):
-            c = rem % sizes[k]
-            rem //= sizes[k]
-            xo += c * x_strides[k]
-            so += c * slope_strides[k]
-            yo += c * y_strides[k]
+        xr, sr, yr, _ = offsets4(row, sizes[: rank - 1], x_strides, slope_strides, y_strides,
+                                 y_strides)
+        xo, so, yo = x_base + j0 * xs + xr, slope_base + j0 * ss + sr, y_base + j0 * ys + yr
         buf = np.empty(n, np.float64)
         for j in range(n):
             buf[j] = load64(x, xo + j * xs)
@@ -141,14 +137,7 @@ def softmax_rows(x, y, lead_sizes, x_lead, y_lead, width, xs, ys, mode):  # prag
     for k in range(lead_sizes.shape[0]):
         rows *= lead_sizes[k]
     for row in prange(rows):
-        xo = np.int64(0)
-        yo = np.int64(0)
-        rem = np.int64(row)
-        for k in range(lead_sizes.shape[0] - 1, -1, -1):
-            c = rem % lead_sizes[k]
-            rem //= lead_sizes[k]
-            xo += c * x_lead[k]
-            yo += c * y_lead[k]
+        xo, yo, _, _ = offsets4(row, lead_sizes, x_lead, y_lead, y_lead, y_lead)
         buf = np.empty(width, np.float64)
         best = 0
         for j in range(width):

@@ -20,27 +20,10 @@ import numpy as np
 
 from .activation import activate
 from .floats import load32, load64, store
-from .jit import helper, kernel, prange, reduction
+from .index import offsets4
+from .jit import kernel, prange, reduction
 
 ROW_BLOCK = 2048
-
-
-@helper
-def offsets4(index, sizes, s0, s1, s2, s3):  # pragma: no cover
-    """Element offsets of coordinate number ``index`` of ``sizes`` in four stride sets."""
-    o0 = np.int64(0)
-    o1 = np.int64(0)
-    o2 = np.int64(0)
-    o3 = np.int64(0)
-    rem = np.int64(index)
-    for k in range(sizes.shape[0] - 1, -1, -1):
-        c = rem % sizes[k]
-        rem //= sizes[k]
-        o0 += c * s0[k]
-        o1 += c * s1[k]
-        o2 += c * s2[k]
-        o3 += c * s3[k]
-    return o0, o1, o2, o3
 
 
 @reduction

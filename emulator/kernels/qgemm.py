@@ -15,26 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .index import offsets4
 from .jit import helper, inline, kernel, prange
 
 NB = 64  # columns of B per tile (four 16-lane int32 vectors)
 MB = 8  # rows of A that share one B tile in a task
 KBLOCK = 32768  # k per exact int32 accumulation (255 * 255 * 32768 < 2^31)
-
-
-@helper
-def batch_offsets(bi, sizes, s0, s1, s2):  # pragma: no cover
-    o0 = np.int64(0)
-    o1 = np.int64(0)
-    o2 = np.int64(0)
-    rem = np.int64(bi)
-    for d in range(sizes.shape[0] - 1, -1, -1):
-        c = rem % sizes[d]
-        rem //= sizes[d]
-        o0 += c * s0[d]
-        o1 += c * s1[d]
-        o2 += c * s2[d]
-    return o0, o1, o2
 
 
 @kernel
@@ -44,7 +30,7 @@ def pack_a(a, bsizes, ba, batches, M, K, sm, sk, zp, zp_step, has_zp, out):  # p
     for task in prange(batches * M):
         bi = task // M
         m = task - bi * M
-        o, _, _ = batch_offsets(bi, bsizes, ba, ba, ba)
+        o, _, _, _ = offsets4(bi, bsizes, ba, ba, ba, ba)
         z = np.int16(zp[np.uint64(m * zp_step)]) if has_zp else np.int16(0)
         base = np.uint64(o + m * sm)
         row = out[bi, m]
@@ -62,7 +48,7 @@ def pack_b(b, bsizes, bb, batches, K, N, sk, sn, zp, zp_step, has_zp, out):  # p
     for task in prange(batches * tiles):
         bi = task // tiles
         t = task - bi * tiles
-        o, _, _ = batch_offsets(bi, bsizes, bb, bb, bb)
+        o, _, _, _ = offsets4(bi, bsizes, bb, bb, bb, bb)
         tile = out[bi, t]
         for k2 in range(half):
             for h in range(2):
@@ -136,7 +122,7 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bsc, osc
     for task in prange(batches * M):
         bi = task // M
         m = task - bi * M
-        o, _, _ = batch_offsets(bi, bsizes, bo, bo, bo)
+        o, _, _, _ = offsets4(bi, bsizes, bo, bo, bo, bo)
         ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
             oscale[np.uint64(m * os_step)])
         z = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0

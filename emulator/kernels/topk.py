@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .index import offsets4
 from .jit import helper, inline, kernel, prange
 
 BLOCK = 64  # elements whose largest key is found (vectorised) before any is looked at alone
@@ -58,22 +59,6 @@ def pack(k, i):  # pragma: no cover
 @inline
 def unpack_index(p):  # pragma: no cover
     return np.uint32(LOW - (p & LOW))
-
-
-@helper
-def sequence_offsets(s, seq_sizes, seq_in, seq_val, seq_idx):  # pragma: no cover
-    """Element offsets of sequence ``s`` in the input, value and index tensors."""
-    o_in = np.int64(0)
-    o_val = np.int64(0)
-    o_idx = np.int64(0)
-    rem = np.int64(s)  # a prange index may be unsigned; mixed with int64 it would turn float
-    for k in range(seq_sizes.shape[0] - 1, -1, -1):
-        c = rem % seq_sizes[k]
-        rem //= seq_sizes[k]
-        o_in += c * seq_in[k]
-        o_val += c * seq_val[k]
-        o_idx += c * seq_idx[k]
-    return o_in, o_val, o_idx
 
 
 @helper
@@ -126,13 +111,12 @@ def heap_sort_descending(h, count):  # pragma: no cover
 @kernel
 def select_rows(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, part):  # pragma: no cover
     num_seq = part.shape[0]
-    dummy = np.zeros(1, np.int64)
     for task in prange(num_seq * chunks):
         s = task // chunks
         c = task - s * chunks
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
-        o_in, _, _ = sequence_offsets(s, seq_sizes, seq_in, dummy, dummy)
+        o_in, _, _, _ = offsets4(s, seq_sizes, seq_in, seq_in, seq_in, seq_in)
         base = np.uint64(o_in)
         step = np.uint64(in_axis)
         h = part[s, c]
@@ -179,7 +163,6 @@ def select_columns(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, tile,
     lane_step = np.uint64(seq_in[seq_sizes.shape[0] - 1])
     groups = part.shape[0] // lanes
     tiles = (lanes + tile - 1) // tile
-    dummy = np.zeros(1, np.int64)
     for task in prange(groups * tiles * chunks):
         g = task // (tiles * chunks)
         r = task - g * tiles * chunks
@@ -190,7 +173,7 @@ def select_columns(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, tile,
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
         first = g * lanes + l0
-        o_in, _, _ = sequence_offsets(first, seq_sizes, seq_in, dummy, dummy)
+        o_in, _, _, _ = offsets4(first, seq_sizes, seq_in, seq_in, seq_in, seq_in)
         base = np.uint64(o_in)
         step = np.uint64(in_axis)
         thr = np.empty(width, np.uint32)
@@ -254,13 +237,12 @@ def radix_rows(x, seq_sizes, seq_in, n, in_axis, chunks, K, kc, part):  # pragma
     """Keys of the whole chunk, the exact K-th largest by radix select, then the K winners
     collected in index order (so ties keep the lower indices) and sorted."""
     num_seq = part.shape[0]
-    dummy = np.zeros(1, np.int64)
     for task in prange(num_seq * chunks):
         s = task // chunks
         c = task - s * chunks
         lo = c * n // chunks
         hi = (c + 1) * n // chunks
-        o_in, _, _ = sequence_offsets(s, seq_sizes, seq_in, dummy, dummy)
+        o_in, _, _, _ = offsets4(s, seq_sizes, seq_in, seq_in, seq_in, seq_in)
         first = np.uint64(o_in) + np.uint64(lo) * np.uint64(in_axis)
         step = np.uint64(in_axis)
         m = hi - lo
@@ -292,7 +274,7 @@ def finalize(x, seq_sizes, seq_in, seq_val, seq_idx, in_axis, values, val_axis, 
     num_seq = part.shape[0]
     chunks = part.shape[1]
     for s in prange(num_seq):
-        o_in, o_val, o_idx = sequence_offsets(s, seq_sizes, seq_in, seq_val, seq_idx)
+        o_in, o_val, o_idx, _ = offsets4(s, seq_sizes, seq_in, seq_val, seq_idx, seq_idx)
         best = part[s, 0]
         if chunks > 1:  # merge: the K best of all chunks' K best
             merged = np.sort(part[s].ravel())

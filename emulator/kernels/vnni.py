@@ -21,8 +21,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .index import offsets4
 from .jit import kernel, prange
-from .qgemm import batch_offsets, quantize
+from .qgemm import quantize
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
@@ -114,7 +115,7 @@ def pack_b(b, bsizes, bb, batches, K, N, sk, sn, flip, out, col_sums):  # pragma
     for task in prange(batches * tiles):
         bi = task // tiles
         t = task - bi * tiles
-        o, _, _ = batch_offsets(bi, bsizes, bb, bb, bb)
+        o, _, _, _ = offsets4(bi, bsizes, bb, bb, bb, bb)
         panel = out[bi, t]
         panel[...] = 0
         width = min(NR, N - t * NR)
@@ -152,7 +153,7 @@ def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
         blk = task - bi * blocks
         t0 = blk * BLOCK_TILES
         tiles = min(BLOCK_TILES, mtiles - t0)
-        oa, _, oo = batch_offsets(bi, bsizes, ba, ba, bo)
+        oa, oo, _, _ = offsets4(bi, bsizes, ba, bo, bo, bo)
         panel = np.zeros(tiles * groups * MR * 4, np.uint8)
         rows = tiles * MR
         row_sums = np.zeros(rows, np.int64)
