@@ -302,7 +302,10 @@ class IDMLCompiledOperator:
         for (name, _), b in zip(self._tensors("output"), outputs):
             if b is not None:
                 regions[name] = b.region()
-        self.operator.plan.run(regions)
+        from .kernels.jit import launch_guard
+
+        with launch_guard():
+            self.operator.plan.run(regions)
 
 
 class IDMLOperatorInitializer:

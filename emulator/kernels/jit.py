@@ -12,7 +12,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numba
+import numpy as np
 
 kernel = numba.njit(parallel=True, cache=True, nogil=True, fastmath=False, boundscheck=False,
                     error_model="numpy")
@@ -27,3 +31,27 @@ inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False,
 reduction = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy",
                        fastmath={"reassoc"})
 prange = numba.prange
+
+
+# Numba's workqueue threading layer (used where neither OpenMP nor TBB is available) aborts the
+# process when parallel kernels are launched from several Python threads at once. The first
+# launch tells which layer Numba chose; under workqueue, launches are serialised.
+_LAUNCH = threading.Lock()
+_serial: bool | None = None
+
+
+@numba.njit(parallel=True, cache=True)
+def _probe(x):  # pragma: no cover
+    for i in numba.prange(x.shape[0]):
+        x[i] = i
+
+
+def launch_guard() -> contextlib.AbstractContextManager:
+    """The context every kernel launch runs in: a lock only if the threading layer needs one."""
+    global _serial
+    if _serial is None:
+        with _LAUNCH:
+            if _serial is None:
+                _probe(np.zeros(2, np.int64))
+                _serial = numba.threading_layer() == "workqueue"
+    return _LAUNCH if _serial else contextlib.nullcontext()
