@@ -246,7 +246,53 @@ def check_tensor(ctx: Context, field: str, value: Any, is_output: bool) -> Tenso
     if align and (align & (align - 1) or align < elem):
         ctx.fail(f"{field}.GuaranteedBaseOffsetAlignment", align,
                  f"must be 0 or a power of two at least the element size ({elem} bytes)")
+    if is_output and explicit:
+        clash = self_overlap(sizes, strides)
+        if clash is not None:
+            ctx.fail(f"{field}.Strides", strides,
+                     f"elements {fmt(clash[0])} and {fmt(clash[1])} share memory; the elements of "
+                     "an output must not overlap (the result would be undefined)")
     return Tensor(data_type, sizes, strides, explicit, total, DML_TENSOR_FLAGS(flags), align)
+
+
+EXACT_OVERLAP_LIMIT = 1 << 22  # elements checked one by one when the quick proof fails
+
+
+def self_overlap(sizes: Sequence[int], strides: Sequence[int]
+                 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Two coordinates of a tensor that address the same element, or None if all are distinct.
+
+    Quick proof: with the dimensions of size > 1 sorted by stride, each stride is beyond the
+    reach of all smaller ones. Otherwise every element offset is computed (bounded size); a
+    tensor too large to check that way is reported through its first two dimensions."""
+    dims = sorted((st, n, d) for d, (n, st) in enumerate(zip(sizes, strides)) if n > 1)
+    reach = 0
+    for st, n, _ in dims:
+        if st <= reach:
+            break
+        reach += (n - 1) * st
+    else:
+        return None
+    count = math.prod(sizes)
+    if count > EXACT_OVERLAP_LIMIT:
+        d0 = dims[0][2]
+        a = [0] * len(sizes)
+        b = [0] * len(sizes)
+        b[d0] = 1
+        return tuple(a), tuple(b)  # unprovable at this size: refuse rather than race
+    offsets = np.zeros(sizes, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(sizes, strides)):
+        shape = [1] * len(sizes)
+        shape[d] = n
+        offsets = offsets + (np.arange(n, dtype=np.int64) * st).reshape(shape)
+    flat = offsets.ravel()
+    order = np.argsort(flat, kind="stable")
+    dup = np.nonzero(flat[order][1:] == flat[order][:-1])[0]
+    if not dup.size:
+        return None
+    i, j = order[dup[0]], order[dup[0] + 1]
+    return (tuple(int(v) for v in np.unravel_index(i, sizes)),
+            tuple(int(v) for v in np.unravel_index(j, sizes)))
 
 
 def check_attribute(ctx: Context, f: Field, value: Any) -> Any:

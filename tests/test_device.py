@@ -3,6 +3,8 @@ errors, bad tensor descs, and the Pythonic layer."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -306,3 +308,27 @@ def test_execute_may_omit_trailing_absent_optional_inputs():
         OutputTensor=tensor_desc(x), Axes=[0], NormalizeVariance=False, Epsilon=0.0))
     with pytest.raises(DMLError, match="1 inputs given; the operator has 3"):
         dev.execute(with_scale, [x])
+
+
+@pytest.mark.parametrize("sizes,strides,clash", [
+    ([2, 2], [1, 1], "elements {0, 1} and {1, 0} share memory"),
+    ([4], [0], "elements {0} and {1} share memory"),
+    ([3, 4], [4, 2], "elements {0, 2} and {1, 0} share memory"),  # 0*4 + 2*2 == 1*4 + 0*2
+])
+def test_output_elements_must_not_overlap(sizes, strides, clash):
+    op = DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        InputTensor=desc(F32, sizes), OutputTensor=desc(F32, sizes, strides),
+        InputWindowOffsets=[0] * len(sizes), InputWindowSizes=sizes,
+        InputWindowStrides=[1] * len(sizes)))
+    with pytest.raises(DMLError, match=r"OutputTensor\.Strides = .* is invalid: " + re.escape(clash)):
+        DMLCreateDevice1().CreateOperator(op)
+
+
+def test_interleaved_outputs_that_do_not_overlap_are_accepted():
+    # sizes {3, 2} with strides {2, 3} address 0, 3, 2, 5, 4, 7: distinct, though interleaved
+    op = DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        InputTensor=desc(F32, [3, 2]), OutputTensor=desc(F32, [3, 2], [2, 3]),
+        InputWindowOffsets=[0, 0], InputWindowSizes=[3, 2], InputWindowStrides=[1, 1]))
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    [y] = DMLCreateDevice1().execute(op, [x])
+    np.testing.assert_array_equal(y, x)

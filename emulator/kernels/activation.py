@@ -37,10 +37,10 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 2:  # SIGMOID
         for i in range(n):
             buf[i] = 1.0 / (1.0 + math.exp(-buf[i]))
-    elif kind == 3:  # HARD_SIGMOID
+    elif kind == 3:  # HARD_SIGMOID (a NaN input or parameter gives NaN, as in the reference)
         for i in range(n):
-            v = buf[i]
-            buf[i] = max(0.0, min(p0 * v + p1, 1.0)) if v == v else v
+            y = p0 * buf[i] + p1
+            buf[i] = max(0.0, min(y, 1.0)) if y == y else y
     elif kind == 4:  # TANH
         for i in range(n):
             buf[i] = math.tanh(buf[i])

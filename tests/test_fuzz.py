@@ -1,0 +1,357 @@
+"""Fuzzing (issue 7): random operator descs of every implemented family, valid or broken in one
+field, and random bindings. Every call either succeeds with the reference's results or raises
+DMLError; never another exception, a write outside the addressed output elements, or a changed
+buffer after a failure. Guard bytes surround every bound range and a sentinel fills the gaps.
+
+Profiles: ``bounded`` (default, every run) and ``long`` (``pytest --fuzz long``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from descriptors import *
+from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1, DMLError
+from emulator.activations import ACTIVATIONS
+from emulator.registry import validate_operator
+
+from .helpers import EIGHT, addressed_mask, desc
+
+GUARD = 0xC3  # fills guard bytes around every bound range
+GAP = 0x3C  # fills the unaddressed bytes of outputs
+PAD = 256  # guard bytes on each side (and the binding offset)
+LEVELS = ["2_1", "3_0", "3_1", "4_0"]
+
+
+def profile(request) -> str:
+    return request.config.fuzz_profile
+
+
+# -- the checker --------------------------------------------------------------------------------
+def tensors_of(op):
+    """(field, tensor desc, is_output) of every present tensor bind point, in bind order."""
+    sch = SCHEMA[DML_OPERATOR_TYPE(op.Type)]
+    out = []
+    for f in sch.fields:
+        if f.is_tensor:
+            out.append((f.name, getattr(op.Desc, f.name), f.kind == "output"))
+    return out
+
+
+def fill_random(rng, raw, data_type):
+    """Values for a tensor's bytes: random bits for integer types, finite-ish floats for float
+    types (scales stay positive and moderate, so results are comparable)."""
+    if data_type == DML_TENSOR_DATA_TYPE_FLOAT32:
+        raw[: raw.size // 4 * 4].view(np.float32)[:] = rng.standard_normal(raw.size // 4) * 2
+    elif data_type == DML_TENSOR_DATA_TYPE_FLOAT16:
+        raw[: raw.size // 2 * 2].view(np.float16)[:] = rng.standard_normal(raw.size // 2) * 2
+    else:
+        raw[:] = rng.integers(0, 256, raw.size, dtype=np.uint8)
+
+
+def check(device, op, rng, exact: bool):
+    """Run ``op`` on guarded buffers and assert the contract (see the module docstring)."""
+    try:
+        spec, validated = validate_operator(op, device.feature_level)
+    except DMLError:
+        spec = None
+    entries = tensors_of(op)
+    buffers, regions = {}, {}
+    for name, t, is_output in entries:
+        if t is None:
+            continue
+        d = t.Desc if isinstance(t, DML_TENSOR_DESC) else t
+        total = getattr(d, "TotalTensorSizeInBytes", None)
+        if not isinstance(total, int) or not 0 <= total <= 1 << 22:
+            total = 64  # a malformed desc: the device rejects it; the buffer is a stand-in
+        dtype_of = getattr(d, "DataType", None)
+        buf = Buffer(PAD + total + PAD)
+        raw = buf.numpy()
+        raw[:] = GUARD
+        region = raw[PAD:PAD + total]
+        if is_output:
+            region[:] = GAP
+        elif "Scale" in name and dtype_of == DML_TENSOR_DATA_TYPE_FLOAT32:
+            region[: total // 4 * 4].view(np.float32)[:] = rng.uniform(0.001, 0.05, total // 4)
+        else:
+            fill_random(rng, region, dtype_of)
+        buffers[name], regions[name] = buf, region
+    before = {n: b.numpy().copy() for n, b in buffers.items()}
+
+    try:
+        compiled = device.CompileOperator(device.CreateOperator(op))
+        init = device.CreateOperatorInitializer([compiled])
+        table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=compiled,
+            SizeInDescriptors=compiled.GetBindingProperties().RequiredDescriptorCount))
+
+        def binding(name):
+            if name not in buffers:
+                return None
+            return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(
+                Buffer=buffers[name], Offset=PAD, SizeInBytes=regions[name].size))
+
+        table.BindInputs([binding(n) for n, _, o in entries if not o])
+        table.BindOutputs([binding(n) for n, _, o in entries if o])
+        rec, cl = device.CreateCommandRecorder(), CommandList()
+        init_table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount))
+        rec.RecordDispatch(cl, init, init_table)
+        rec.RecordDispatch(cl, compiled, table)
+        cl.Close()
+        CommandQueue().ExecuteCommandLists([cl])
+    except DMLError:
+        for n, b in buffers.items():
+            np.testing.assert_array_equal(b.numpy(), before[n], err_msg=f"{n} changed on failure")
+        return "rejected"
+    assert spec is not None, "the device accepted what validate_operator rejects"
+
+    for n, b in buffers.items():  # guards intact; inputs untouched
+        raw = b.numpy()
+        assert (raw[:PAD] == GUARD).all() and (raw[-PAD:] == GUARD).all(), f"{n}: guard written"
+        if not {e[0]: e[2] for e in entries}[n]:
+            np.testing.assert_array_equal(raw, before[n], err_msg=f"input {n} changed")
+    values = validated.values
+    inputs = {n: t.view(regions[n]) for n, t in
+              ((n, getattr(values, n)) for n, _, o in entries if not o) if t is not None}
+    want = spec.module.reference(values, {n: np.ascontiguousarray(x) for n, x in inputs.items()})
+    for n, _, is_output in entries:
+        if not is_output:
+            continue
+        t = getattr(values, n)
+        got = t.view(regions[n])
+        untouched = ~addressed_mask(regions[n].size, t.element_size, t.sizes, t.strides)
+        assert (regions[n][untouched] == GAP).all(), f"{n}: bytes between elements written"
+        w = np.asarray(want[n])
+        if exact:
+            np.testing.assert_array_equal(got.view(f"u{t.element_size}"),
+                                          np.ascontiguousarray(w).view(f"u{t.element_size}"))
+        else:
+            np.testing.assert_allclose(got.astype(np.float64), w.astype(np.float64),
+                                       rtol=2e-3, atol=2e-3, equal_nan=True)
+    return "ran"
+
+
+# -- generators of valid descs --------------------------------------------------------------------
+def layout(rng, sizes, zero_ok):
+    mode = rng.integers(0, 3 if zero_ok else 2)
+    if mode == 0:
+        return None
+    acc, strides = 1, []
+    for s in reversed(sizes):
+        strides.append(0 if mode == 2 and rng.random() < 0.3 else acc)
+        acc *= s + int(rng.integers(0, 2))
+    return list(reversed(strides))
+
+
+def shape(rng, rank, cap=5):
+    return [int(rng.integers(1, cap + 1)) for _ in range(rank)]
+
+
+def gen_slice1(rng, rank):
+    dt = EIGHT[int(rng.integers(0, 8))]
+    sizes = shape(rng, rank)
+    offs, ws, wst, out = [], [], [], []
+    for n in sizes:
+        o = int(rng.integers(0, n))
+        w = int(rng.integers(1, n - o + 1))
+        s = int(rng.integers(1, 3)) * int(rng.choice([-1, 1]))
+        offs.append(o), ws.append(w), wst.append(s), out.append(int(rng.integers(1, 1 + (w - 1) // abs(s) + 1)))
+    return DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
+        OutputTensor=desc(dt, out, layout(rng, out, False)), InputWindowOffsets=offs,
+        InputWindowSizes=ws, InputWindowStrides=wst)), True
+
+
+def gen_top_k1(rng, rank):
+    dt = EIGHT[int(rng.integers(0, 8))]
+    sizes = shape(rng, rank, 6)
+    axis = int(rng.integers(0, rank))
+    k = int(rng.integers(1, sizes[axis] + 1))
+    o = [k if d == axis else s for d, s in enumerate(sizes)]
+    return DML_OPERATOR_DESC(Desc=DML_TOP_K1_OPERATOR_DESC(
+        InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
+        OutputValueTensor=desc(dt, o, layout(rng, o, False)),
+        OutputIndexTensor=desc(DML_TENSOR_DATA_TYPE_UINT32, o, layout(rng, o, False)),
+        Axis=axis, K=k, AxisDirection=int(rng.integers(0, 2)))), True
+
+
+def gen_mvn1(rng, rank):
+    dt = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
+    sizes = shape(rng, rank)
+    axes = sorted({int(a) for a in rng.integers(0, rank, int(rng.integers(1, rank + 1)))})
+    scale = bias = None
+    if rng.random() < 0.6:
+        s_sizes = [n if rng.random() < 0.5 else 1 for n in sizes]
+        scale, bias = desc(dt, s_sizes, layout(rng, s_sizes, True)), desc(dt, s_sizes)
+    fused = None
+    if rng.random() < 0.5:
+        act = [a for a in ACTIVATIONS if a.fusable_from and a.fusable_from <= 0x3000][
+            int(rng.integers(0, 15))]
+        fused = OPERATOR_DESC_CLASSES[act.operator](**{p: float(rng.uniform(0.5, 1.5))
+                                                       for p in act.params})
+    return DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC(
+        InputTensor=desc(dt, sizes, layout(rng, sizes, False)), ScaleTensor=scale,
+        BiasTensor=bias, OutputTensor=desc(dt, sizes, layout(rng, sizes, False)), Axes=axes,
+        NormalizeVariance=bool(rng.random() < 0.8), Epsilon=1e-3, FusedActivation=fused)), False
+
+
+def gen_qlmm(rng, rank):
+    rank = max(rank, 2)
+    ts = [(DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT8)[int(rng.integers(0, 2))]
+          for _ in range(3)]
+    batch = shape(rng, rank - 2, 2)
+    m, k, n = (int(rng.integers(1, 9)) for _ in range(3))
+    one = [1] * rank
+    per_row = [*one[:-2], m, 1]
+    per_col = [*one[:-1], n]
+
+    def pick(a, b):
+        return a if rng.random() < 0.5 else b
+
+    a_s, b_s, o_s = pick(one, per_row), pick(one, per_col), pick(one, per_row)
+    return DML_OPERATOR_DESC(Desc=DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC(
+        ATensor=desc(ts[0], [*batch, m, k], layout(rng, [*batch, m, k], True)),
+        AScaleTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, a_s),
+        AZeroPointTensor=desc(ts[0], a_s) if rng.random() < 0.5 else None,
+        BTensor=desc(ts[1], [*batch, k, n], layout(rng, [*batch, k, n], True)),
+        BScaleTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, b_s),
+        BZeroPointTensor=desc(ts[1], b_s) if rng.random() < 0.5 else None,
+        OutputScaleTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, o_s),
+        OutputZeroPointTensor=desc(ts[2], o_s) if rng.random() < 0.5 else None,
+        OutputTensor=desc(ts[2], [*batch, m, n], layout(rng, [*batch, m, n], False)))), True
+
+
+def gen_activation(rng, rank):
+    act = [a for a in ACTIVATIONS if a.introduced <= 0x3000][int(rng.integers(0, 16))]
+    dt = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
+    sizes = shape(rng, rank)
+    params = {p: float(rng.uniform(1.0, 2.0)) for p in act.params}
+    return DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[act.operator](
+        InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
+        OutputTensor=desc(dt, sizes, layout(rng, sizes, False)), **params)), False
+
+
+GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
+              "ACTIVATION": gen_activation}
+
+
+# -- breaking one field -----------------------------------------------------------------------------
+def bad_value(rng, value):
+    """A plausible wrong value of the same kind (or of another kind, sometimes)."""
+    if isinstance(value, DML_TENSOR_DESC):
+        d = value.Desc
+        choice = int(rng.integers(0, 6))
+        sizes = list(d.Sizes)
+        if choice == 0:
+            sizes[int(rng.integers(0, len(sizes)))] = int(rng.choice([0, 1, 7, 2**32]))
+            return desc(d.DataType, sizes, d.Strides)
+        if choice == 1:
+            return desc(int(rng.integers(0, 14)), sizes, d.Strides)
+        if choice == 2:
+            return dataclasses.replace(value, Desc=dataclasses.replace(
+                d, Strides=tuple(int(v) for v in rng.integers(0, 40, len(sizes)))))
+        if choice == 3:
+            return desc(d.DataType, [*sizes, 1])
+        if choice == 4:
+            return dataclasses.replace(value, Desc=dataclasses.replace(
+                d, TotalTensorSizeInBytes=int(rng.integers(0, 64))))
+        return None
+    if isinstance(value, tuple):
+        vals = list(value)
+        if vals and rng.random() < 0.8:
+            vals[int(rng.integers(0, len(vals)))] = int(rng.choice([-3, -1, 0, 9, 2**31, 2**33]))
+        else:
+            vals.append(1)
+        return tuple(vals)
+    if isinstance(value, bool):
+        return int(rng.choice([2, -1])) if rng.random() < 0.5 else "yes"
+    if isinstance(value, (int, np.integer)):
+        return int(rng.choice([-1, 0, 1, 3, 9, 2**32]))
+    if isinstance(value, float):
+        return float(rng.choice([np.nan, -1.0, 0.0, 1e30]))
+    if value is None:
+        return DML_ACTIVATION_SOFTMAX_OPERATOR_DESC()
+    return None
+
+
+def mutate(rng, op):
+    fields = [f.name for f in dataclasses.fields(op.Desc)]
+    name = fields[int(rng.integers(0, len(fields)))]
+    return DML_OPERATOR_DESC(Type=op.Type, Desc=dataclasses.replace(
+        op.Desc, **{name: bad_value(rng, getattr(op.Desc, name))}))
+
+
+# -- the tests -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("family", list(GENERATORS))
+def test_fuzz_descs(request, family):
+    counts = {"ran": 0, "rejected": 0}
+
+    @settings(settings.get_profile(profile(request)))
+    @given(seed=st.integers(0, 2**32 - 1), rank=st.integers(1, 8), broken=st.booleans(),
+           level=st.sampled_from(LEVELS))
+    def run(seed, rank, broken, level):
+        rng = np.random.default_rng(seed)
+        op, exact = GENERATORS[family](rng, rank)
+        if broken:
+            op = mutate(rng, op)
+        counts[check(DMLCreateDevice1(feature_level=level), op, rng, exact)] += 1
+
+    run()
+    print(f"{family}: {counts}")  # shown with -s: how many cases ran and were rejected
+    assert counts["ran"] > 0 and counts["rejected"] > 0, counts  # both outcomes were exercised
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_bindings(seed):
+    """Random offsets, sizes, overlaps and binding counts on a SLICE1: success or DMLError, the
+    device removed after a failed void call, and no byte outside the output changed."""
+    rng = np.random.default_rng(seed)
+    dev = DMLCreateDevice1()
+    x = np.arange(16, dtype=np.float32)
+    op = dev.CompileOperator(dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x), InputWindowOffsets=[0],
+        InputWindowSizes=[16], InputWindowStrides=[-1]))))
+    shared = Buffer(512)
+    shared.numpy(np.float32)[:] = np.arange(128)
+    before = shared.numpy().copy()
+
+    def random_binding():
+        kind = int(rng.integers(0, 6))
+        if kind == 0:
+            return None
+        if kind == 1:
+            return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER_ARRAY,
+                                    Desc=DML_BUFFER_ARRAY_BINDING(Bindings=[]))
+        return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(
+            Buffer=shared, Offset=int(rng.choice([0, 8, 16, 64, 256, 480, 512, 1024])),
+            SizeInBytes=int(rng.choice([0, 32, 64, 100, 256, 2**40])) if rng.random() < 0.7 else None))
+
+    table = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=op, SizeInDescriptors=2))
+    init = dev.CreateOperatorInitializer([op])
+    try:
+        table.BindInputs([random_binding() for _ in range(int(rng.integers(0, 3)))])
+        table.BindOutputs([random_binding() for _ in range(int(rng.integers(0, 3)))])
+        rec, cl = dev.CreateCommandRecorder(), CommandList()
+        rec.RecordDispatch(cl, init, dev.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount)))
+        rec.RecordDispatch(cl, op, table)
+        cl.Close()
+        CommandQueue().ExecuteCommandLists([cl])
+    except DMLError:
+        np.testing.assert_array_equal(shared.numpy(), before)
+        assert dev.GetDeviceRemovedReason() != 0
+        return
+    # Succeeded: only the output's 64 bytes changed, and to the reversed input.
+    in_off, out_off = table.inputs[0].offset, table.outputs[0].offset
+    after = shared.numpy()
+    changed = np.nonzero(after != before)[0]
+    assert ((changed >= out_off) & (changed < out_off + 64)).all()
+    np.testing.assert_array_equal(after[out_off:out_off + 64].view(np.float32),
+                                  before[in_off:in_off + 64].view(np.float32)[::-1])
