@@ -170,3 +170,23 @@ def test_threads_are_safe_under_the_workqueue_layer_too():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        check=False, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+def test_float_kernels_address_past_two_gibibytes():
+    """An activation and MVN read and write FLOAT32 elements 2^31 bytes apart."""
+    dev = DMLCreateDevice1()
+    f32 = DML_TENSOR_DATA_TYPE_FLOAT32
+    big = desc(f32, [2, 1], [2**29, 1])  # the second element starts at byte 2^31
+    src = Buffer(big.Desc.TotalTensorSizeInBytes)
+    x = src.numpy(np.float32)
+    x[0], x[2**29] = -2.0, 3.0
+    relu = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_RELU_OPERATOR_DESC(InputTensor=big,
+                                                                    OutputTensor=big))
+    dst = Buffer(big.Desc.TotalTensorSizeInBytes)
+    dev.execute(relu, [src.numpy()], [dst.numpy()])
+    y = dst.numpy(np.float32)
+    assert (y[0], y[2**29]) == (0.0, 3.0)
+    mvn = DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC(
+        InputTensor=big, OutputTensor=big, Axes=[0], NormalizeVariance=False, Epsilon=0.0))
+    dev.execute(mvn, [src.numpy()], [dst.numpy()])
+    assert (y[0], y[2**29]) == (-2.5, 2.5)
