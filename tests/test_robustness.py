@@ -58,6 +58,7 @@ def workloads(seed: int):
     a = rng.integers(0, 256, (2, 9, 20)).astype(np.uint8)
     b = rng.integers(-128, 128, (2, 20, 11)).astype(np.int8)
     one = np.ones((1, 1, 1), np.float32)
+    long = rng.integers(-3, 4, (1, 40_000)).astype(np.float16)  # many ties
     return [
         (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=tensor_desc(x), OutputTensor=tensor_desc((4, 3, 11), DML_TENSOR_DATA_TYPE_FLOAT32),
@@ -67,6 +68,11 @@ def workloads(seed: int):
             InputTensor=tensor_desc(x), OutputValueTensor=tensor_desc((4, 6, 5), DML_TENSOR_DATA_TYPE_FLOAT32),
             OutputIndexTensor=tensor_desc((4, 6, 5), DML_TENSOR_DATA_TYPE_UINT32), Axis=2, K=5,
             AxisDirection=DML_AXIS_DIRECTION_INCREASING)), [x]),
+        # One long sequence: how TOP_K splits it across threads depends on the thread count.
+        (DML_OPERATOR_DESC(Desc=DML_TOP_K1_OPERATOR_DESC(
+            InputTensor=tensor_desc(long), OutputValueTensor=tensor_desc((1, 7), DML_TENSOR_DATA_TYPE_FLOAT16),
+            OutputIndexTensor=tensor_desc((1, 7), DML_TENSOR_DATA_TYPE_UINT32), Axis=1, K=7,
+            AxisDirection=DML_AXIS_DIRECTION_DECREASING)), [long]),
         (DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC(
             InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x), Axes=[1, 2],
             NormalizeVariance=True, Epsilon=1e-5,
