@@ -349,8 +349,13 @@ class QLMMPlan:
             zb, zb_step, has_zb = optional("BZeroPointTensor")
             zbq = (zb[np.arange(self.n) * zb_step].astype(np.int64) if has_zb
                    else np.zeros(self.n, np.int64)) - b_shift
+            a_bytes = view("ATensor")
+            # Contiguous rows at 4-byte aligned offsets are packed a 4-k group (word) at a time.
+            words = (self.a_strides[1] == 1 and self.k % 4 == 0 and self.a_strides[0] % 4 == 0
+                     and all(int(v) % 4 == 0 for v in sa))
+            a_words = a_bytes[: a_bytes.size // 4 * 4].view(np.uint32)
             vnni.gemm_requantize(
-                view("ATensor"), sizes, sa, so, batches, self.m, self.k, self.n,
+                a_bytes, a_words, words, sizes, sa, so, batches, self.m, self.k, self.n,
                 *self.a_strides, np.uint8(a_shift), bp, cols, zbq, bsc,
                 view("AScaleTensor"), self.steps["AScaleTensor"], view("OutputScaleTensor"),
                 self.steps["OutputScaleTensor"], *optional("OutputZeroPointTensor"),

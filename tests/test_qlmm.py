@@ -261,3 +261,17 @@ def test_portable_and_vnni_paths_agree(device, monkeypatch, a_t, b_t):
     for use_vnni in (True, False):
         monkeypatch.setattr(plan, "QLMM_USE_VNNI", use_vnni)
         run(device, arrays, np.int8, [1, 1, m, n])
+
+
+@pytest.mark.parametrize("a_t", [I8, U8], ids=["I8", "U8"])
+def test_word_packed_rows_of_a(device, a_t):
+    """K a multiple of 4 with contiguous rows: A is packed a 4-byte group at a time."""
+    rng = np.random.default_rng(int(a_t))
+    b_, m, k, n = 3, 10, 64, 70
+    arrays = base_arrays(m, k, n, NP[a_t], np.int8, 3)
+    info = np.iinfo(NP[a_t])
+    arrays["ATensor"] = rng.integers(info.min, info.max + 1, (b_, m, k)).astype(NP[a_t])
+    arrays["BTensor"] = rng.integers(-128, 128, (b_, k, n)).astype(np.int8)
+    arrays["AZeroPointTensor"] = rng.integers(0, 50, (1, m, 1)).astype(NP[a_t])
+    arrays["OutputScaleTensor"] = np.full((1, 1, 1), 700, np.float32)
+    run(device, arrays, np.int8, [b_, m, n])

@@ -22,7 +22,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .index import offsets4
-from .jit import kernel, prange
+from .jit import helper, kernel, prange
 from .qgemm import quantize
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
@@ -107,33 +107,40 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
     return sig, codegen
 
 
+@helper
+def pack_b_tile(b, o, K, N, sk, sn, flip, t, panel, sums):  # pragma: no cover
+    """Pack column tile ``t`` of one B (element offset ``o``): panel[k // 4, v, l, k % 4] =
+    B[k, t * NR + 16 v + l] as int8 (UINT8 flipped by 128), zero padded; sums[j] = its column
+    sums."""
+    panel[...] = 0
+    for j in range(NR):
+        n = t * NR + j
+        total = np.int64(0)
+        if n < N:
+            for k in range(K):
+                v = np.int8(np.uint8(b[np.uint64(o + k * sk + n * sn)]) ^ flip)
+                panel[k >> 2, j >> 4, j & 15, k & 3] = v
+                total += np.int64(v)
+        sums[j] = total
+
+
 @kernel
 def pack_b(b, bsizes, bb, batches, K, N, sk, sn, flip, out, col_sums):  # pragma: no cover
-    """out[b, t, k // 4, v, l, k % 4] = B[b, k, t * NR + 16 v + l] as int8 (UINT8 flipped by
-    128), zero padded; col_sums[b, n] = sum_k of those values. Rows of B are read in order."""
+    """Pack every column tile of every B (see ``pack_b_tile``); col_sums[b, n]."""
     tiles = out.shape[1]
     for task in prange(batches * tiles):
         bi = task // tiles
         t = task - bi * tiles
         o, _, _, _ = offsets4(bi, bsizes, bb, bb, bb, bb)
-        panel = out[bi, t]
-        panel[...] = 0
-        width = min(NR, N - t * NR)
-        sums = np.zeros(NR, np.int64)
-        for k in range(K):
-            row = np.uint64(o + k * sk + t * NR * sn)
-            g = k >> 2
-            q = k & 3
-            for j in range(width):
-                v = np.int8(np.uint8(b[row + np.uint64(j) * np.uint64(sn)]) ^ flip)
-                panel[g, j >> 4, j & 15, q] = v
-                sums[j] += np.int64(v)
-        for j in range(width):
+        sums = np.empty(NR, np.int64)
+        pack_b_tile(b, o, K, N, sk, sn, flip, t, out[bi, t], sums)
+        for j in range(min(NR, N - t * NR)):
             col_sums[bi, t * NR + j] = sums[j]
 
 
 @kernel
-def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp, cols, zbq,
+def gemm_requantize(a, a32, words, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
+                    cols, zbq,
                     bsc, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz, azp, az_step,
                     has_az, a_shift, lo, hi, y, o_sm, o_sn):  # pragma: no cover
     """One task per block of BLOCK_TILES * MR rows of A: pack them (uint8, row sums), multiply
@@ -148,6 +155,7 @@ def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
     blocks = (mtiles + BLOCK_TILES - 1) // BLOCK_TILES
     flat_b = bp.reshape(-1)
     b_panel = groups * NR * 4
+    flip32 = np.uint32(a_flip) * np.uint32(0x01010101)
     for task in prange(batches * blocks):
         bi = task // blocks
         blk = task - bi * blocks
@@ -155,6 +163,7 @@ def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
         tiles = min(BLOCK_TILES, mtiles - t0)
         oa, oo, _, _ = offsets4(bi, bsizes, ba, bo, bo, bo)
         panel = np.zeros(tiles * groups * MR * 4, np.uint8)
+        panel32 = panel.view(np.uint32)
         rows = tiles * MR
         row_sums = np.zeros(rows, np.int64)
         ratio = np.empty(rows, np.float64)
@@ -167,10 +176,19 @@ def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
             base = np.uint64(oa + m * a_sm)
             total = np.int64(0)
             tile_base = np.uint64(t * groups * MR * 4 + r * 4)
-            for k in range(np.uint64(K)):
-                v = np.uint8(np.uint8(a[base + k * np.uint64(a_sk)]) ^ a_flip)
-                panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4) + (k & np.uint64(3))] = v
-                total += np.int64(v)
+            if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
+                for k in range(np.uint64(K)):
+                    total += np.int64(np.uint8(a[base + k]) ^ a_flip)
+                w0 = base >> np.uint64(2)
+                wt = tile_base >> np.uint64(2)
+                for g in range(np.uint64(K >> 2)):
+                    panel32[wt + g * np.uint64(MR)] = a32[w0 + g] ^ flip32
+            else:
+                for k in range(np.uint64(K)):
+                    v = np.uint8(np.uint8(a[base + k * np.uint64(a_sk)]) ^ a_flip)
+                    panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
+                          + (k & np.uint64(3))] = v
+                    total += np.int64(v)
             row_sums[i] = total
             ratio[i] = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
                 oscale[np.uint64(m * os_step)])
@@ -187,8 +205,17 @@ def gemm_requantize(a, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
                 m = t0 * MR + i
                 t1 = row_sums[i] - K * za[i]
                 out = np.uint64(oo + m * o_sm + nt * NR * o_sn)
-                for j in range(np.uint64(width)):
-                    n = np.uint64(nt * NR) + j
-                    total = np.int64(block[i * NR + j]) - zbq[n] * t1 - za[i] * cols[bi, n]
-                    y[out + j * np.uint64(o_sn)] = quantize(total, ratio[i] * bsc[n], zo[i],
-                                                            lo, hi)
+                col = cols[bi, nt * NR:nt * NR + width]
+                zb = zbq[nt * NR:nt * NR + width]
+                bs = bsc[nt * NR:nt * NR + width]
+                acc = block[i * NR:i * NR + width]
+                r_i, z_i, za_i = ratio[i], zo[i], za[i]
+                if o_sn == 1:
+                    for j in range(width):
+                        total = np.int64(acc[j]) - zb[j] * t1 - za_i * col[j]
+                        y[out + np.uint64(j)] = quantize(total, r_i * bs[j], z_i, lo, hi)
+                else:
+                    for j in range(width):
+                        total = np.int64(acc[j]) - zb[j] * t1 - za_i * col[j]
+                        y[out + np.uint64(j) * np.uint64(o_sn)] = quantize(total, r_i * bs[j],
+                                                                           z_i, lo, hi)
