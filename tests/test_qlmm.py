@@ -275,3 +275,31 @@ def test_word_packed_rows_of_a(device, a_t):
     arrays["AZeroPointTensor"] = rng.integers(0, 50, (1, m, 1)).astype(NP[a_t])
     arrays["OutputScaleTensor"] = np.full((1, 1, 1), 700, np.float32)
     run(device, arrays, np.int8, [b_, m, n])
+
+
+@pytest.mark.parametrize("b_t", [I8, U8], ids=["I8", "U8"])
+def test_contiguous_b_rows_with_padding(device, b_t):
+    """Unit-stride B rows (packed by reading whole rows), rows padded past N, a batch offset,
+    K not a multiple of 4 and a last column tile only partly filled."""
+    rng = np.random.default_rng(20 + int(b_t))
+    b_, m, k, n, pad = 2, 9, 23, 83, 5
+    info = np.iinfo(NP[b_t])
+    b_raw = rng.integers(info.min, info.max + 1, b_ * k * (n + pad) + 7).astype(NP[b_t])
+    arrays = base_arrays(m, k, n, np.uint8, NP[b_t], 3)
+    arrays["ATensor"] = rng.integers(0, 256, (b_, m, k)).astype(np.uint8)
+    arrays["BTensor"] = b_raw
+    arrays["BZeroPointTensor"] = rng.integers(0, 60, (1, 1, n)).astype(NP[b_t])
+    arrays["OutputScaleTensor"] = np.full((1, 1, 1), 1500, np.float32)  # few saturate
+    descs = {f: (tensor_desc(v) if v is not None else None) for f, v in arrays.items()}
+    strides = [k * (n + pad) + 7, n + pad, 1]
+    descs["BTensor"] = desc(b_t, [b_, k, n], strides)
+    logical_b = np.lib.stride_tricks.as_strided(b_raw, (b_, k, n),
+                                                [s * b_raw.itemsize for s in strides])
+    descs["OutputTensor"] = desc(I8, [b_, m, n])
+    raw = np.full(b_ * m * n + 2, 0x5A, np.int8)  # TotalTensorSizeInBytes rounds up to 4
+    got = device.execute(qop(descs), [arrays.get(f) for f in FIELDS], [raw])[0]
+    spec, v = validate_operator(qop(descs), device.feature_level)
+    ref = dict(arrays, BTensor=np.ascontiguousarray(logical_b))
+    want = spec.module.reference(v.values, {f: x for f, x in ref.items() if x is not None})
+    np.testing.assert_array_equal(got, want["OutputTensor"])
+    assert len(np.unique(want["OutputTensor"])) > 40  # the data is not mostly saturated

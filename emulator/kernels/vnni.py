@@ -113,6 +113,19 @@ def pack_b_tile(b, o, K, N, sk, sn, flip, t, panel, sums):  # pragma: no cover
     B[k, t * NR + 16 v + l] as int8 (UINT8 flipped by 128), zero padded; sums[j] = its column
     sums."""
     panel[...] = 0
+    if sn == 1:  # contiguous B rows: build each 4-k word of a column from 4 row reads
+        words = panel.reshape(-1).view(np.uint32)
+        width = np.uint64(max(0, min(NR, N - t * NR)))
+        sums[:] = 0
+        for k in range(K):
+            base = np.uint64(o + k * sk + t * NR)
+            at = np.uint64((k >> 2) * NR)
+            shift = np.uint32(8 * (k & 3))
+            for j in range(width):
+                v = np.int8(np.uint8(b[base + j]) ^ flip)
+                words[at + j] |= np.uint32(np.uint8(v)) << shift
+                sums[j] += np.int64(v)
+        return
     for j in range(NR):
         n = t * NR + j
         total = np.int64(0)
