@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .resources import typed_view
+
 
 def element_view(region: np.ndarray, element_size: int) -> np.ndarray:
     """The bytes of a binding as unsigned integers of the element's width (bit-exact copies)."""
-    n = region.size // element_size
-    return region[: n * element_size].view(f"u{element_size}")
+    return typed_view(region, f"u{element_size}")
 
 
 def collapse(sizes: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -155,8 +156,7 @@ class TopKPlan:
 def float_view(region: np.ndarray, element_size: int) -> np.ndarray:
     """The storage type of a float tensor: float32 for FLOAT32, uint16 bits for FLOAT16
     (kernels/floats.py converts them)."""
-    n = region.size // element_size
-    return region[: n * element_size].view(np.float32 if element_size == 4 else np.uint16)
+    return typed_view(region, np.float32 if element_size == 4 else np.uint16)
 
 
 _NO_TENSOR: dict[int, np.ndarray] = {4: np.zeros(1, np.float32), 2: np.zeros(1, np.uint16)}
@@ -292,6 +292,7 @@ class QLMMPlan:
     steps: dict  # bind point name -> element step along M or N (absent tensors: None)
     dtypes: dict  # bind point name -> numpy dtype of its storage view
     out_range: tuple[float, float]
+    a_words: bool  # contiguous A rows at 4-byte aligned offsets: packed a 4-k group at a time
 
     @classmethod
     def build(cls, v: Any) -> QLMMPlan:
@@ -315,18 +316,18 @@ class QLMMPlan:
             dtypes[name] = getattr(v, name).dtype
         info = np.iinfo(o.dtype)
         assert rank >= 2
+        a_words = (a.strides[-1] == 1 and a.sizes[-1] % 4 == 0 and a.strides[-2] % 4 == 0
+                   and all(s % 4 == 0 for s in c[1]))
         return cls((int64s(c[0]), int64s(c[1]), int64s(c[2]), int64s(c[3])), a.sizes[-2],
                    b.sizes[-1], a.sizes[-1], (a.strides[-2], a.strides[-1]),
                    (b.strides[-2], b.strides[-1]), (o.strides[-2], o.strides[-1]), steps, dtypes,
-                   (float(info.min), float(info.max)))
+                   (float(info.min), float(info.max)), a_words)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from .kernels import qgemm, vnni
 
         def view(name: str) -> np.ndarray:
-            dt = self.dtypes[name]
-            region = regions[name]
-            return region[: region.size // dt.itemsize * dt.itemsize].view(dt)
+            return typed_view(regions[name], self.dtypes[name])
 
         def optional(name: str) -> tuple[np.ndarray, int, bool]:
             if self.steps[name] is None:
@@ -349,14 +350,10 @@ class QLMMPlan:
             zb, zb_step, has_zb = optional("BZeroPointTensor")
             zbq = (zb[np.arange(self.n) * zb_step].astype(np.int64) if has_zb
                    else np.zeros(self.n, np.int64)) - b_shift
-            a_bytes = view("ATensor")
-            # Contiguous rows at 4-byte aligned offsets are packed a 4-k group (word) at a time.
-            words = (self.a_strides[1] == 1 and self.k % 4 == 0 and self.a_strides[0] % 4 == 0
-                     and all(int(v) % 4 == 0 for v in sa))
-            a_words = a_bytes[: a_bytes.size // 4 * 4].view(np.uint32)
             vnni.gemm_requantize(
-                a_bytes, a_words, words, sizes, sa, so, batches, self.m, self.k, self.n,
-                *self.a_strides, np.uint8(a_shift), bp, cols, zbq, bsc,
+                view("ATensor"), typed_view(regions["ATensor"], np.uint32), self.a_words, sizes,
+                sa, so, batches, self.m, self.k, self.n, *self.a_strides, np.uint8(a_shift), bp,
+                cols, zbq, bsc,
                 view("AScaleTensor"), self.steps["AScaleTensor"], view("OutputScaleTensor"),
                 self.steps["OutputScaleTensor"], *optional("OutputZeroPointTensor"),
                 *optional("AZeroPointTensor"), a_shift, *self.out_range, view("OutputTensor"),

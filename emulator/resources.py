@@ -46,12 +46,19 @@ class Buffer:
         dt = np.dtype(dtype or np.uint8)
         data = self._bytes[offset:]
         if shape is None:
-            return data[: data.size // dt.itemsize * dt.itemsize].view(dt)
+            return typed_view(data, dt)
         count = int(np.prod(shape, dtype=np.int64))
         return data[: count * dt.itemsize].view(dt).reshape(shape)
 
     def __repr__(self) -> str:
         return f"Buffer({self.size_in_bytes})"
+
+
+def typed_view(data: np.ndarray, dtype: Any) -> np.ndarray:
+    """The whole elements of a 1-D uint8 array viewed as ``dtype`` (no copy; a tail shorter than
+    one element is left out)."""
+    dt = np.dtype(dtype)
+    return data[: data.size // dt.itemsize * dt.itemsize].view(dt)
 
 
 def resource_bytes(obj: Any, where: str) -> np.ndarray:

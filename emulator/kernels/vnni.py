@@ -8,7 +8,7 @@ and adds groups of four into int32 lanes, exactly.
 
 Packing makes every INT8/UINT8 pair fit: an INT8 A is shifted to unsigned (a + 128) and a UINT8 B
 to signed (b - 128); the shifts and the zero points are corrected exactly afterwards from the row
-sums of A and the column sums of B (see ``qgemm.requantize``). Used only where the CPU reports
+sums of A and the column sums of B (see ``gemm_requantize``). Used only where the CPU reports
 avx512vnni (``HAS_VNNI``); ``qgemm.gemm`` is the portable path.
 """
 
