@@ -85,3 +85,19 @@ def check_level_case(op, level: str, wanted, operator_name: str) -> None:
     assert info.value.hresult == E_INVALIDARG and operator_name in message, message
     for text in wanted:
         assert text in message, (text, message)
+
+
+def initialize_and_dispatch(device, compiled, table) -> None:
+    """What an application does to run ``compiled`` once: record its initializer (with an empty
+    binding table of the size it asks for), then its dispatch with ``table``; close; execute."""
+    from descriptors import DML_BINDING_TABLE_DESC
+    from emulator import CommandList, CommandQueue
+
+    init = device.CreateOperatorInitializer([compiled])
+    init_table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+        Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount))
+    recorder, commands = device.CreateCommandRecorder(), CommandList()
+    recorder.RecordDispatch(commands, init, init_table)
+    recorder.RecordDispatch(commands, compiled, table)
+    commands.Close()
+    CommandQueue().ExecuteCommandLists([commands])

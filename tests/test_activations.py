@@ -12,8 +12,6 @@ import pytest
 from descriptors import *
 from emulator import (
     Buffer,
-    CommandList,
-    CommandQueue,
     DMLCreateDevice1,
     min_feature_level,
 )
@@ -22,7 +20,7 @@ from emulator.kernels.activation import unary
 from emulator.ops.softmax import row_function
 from emulator.plan import int64s
 
-from .helpers import check_level_case, desc
+from .helpers import check_level_case, desc, initialize_and_dispatch
 
 F32, F16 = DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16
 
@@ -144,17 +142,11 @@ def test_in_place_execution_is_allowed_for_activations():
     x = np.linspace(-4, 4, 16).astype(np.float32)
     buf = Buffer.from_array(x)
     op = dev.CompileOperator(dev.CreateOperator(activation_op(act, tensor_desc(x))))
-    init = dev.CreateOperatorInitializer([op])
     table = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=op, SizeInDescriptors=2))
     binding = DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(Buffer=buf))
     table.BindInputs([binding])
     table.BindOutputs([binding])
-    rec, cl = dev.CreateCommandRecorder(), CommandList()
-    rec.RecordDispatch(cl, init, dev.CreateBindingTable(DML_BINDING_TABLE_DESC(
-        Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount)))
-    rec.RecordDispatch(cl, op, table)
-    cl.Close()
-    CommandQueue().ExecuteCommandLists([cl])
+    initialize_and_dispatch(dev, op, table)
     np.testing.assert_array_equal(buf.numpy(np.float32), correctly_rounded(act, x, np.float32))
 
 

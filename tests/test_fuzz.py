@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from descriptors import *
-from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1, DMLError
+from emulator import Buffer, DMLCreateDevice1, DMLError
 from emulator.activations import ACTIVATIONS
 from emulator.registry import validate_operator
 
-from .helpers import EIGHT, addressed_mask, desc
+from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
 
 GUARD = 0xC3  # fills guard bytes around every bound range
 GAP = 0x3C  # fills the unaddressed bytes of outputs
@@ -85,7 +85,6 @@ def check(device, op, rng, exact: bool):
 
     try:
         compiled = device.CompileOperator(device.CreateOperator(op))
-        init = device.CreateOperatorInitializer([compiled])
         table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
             Dispatchable=compiled,
             SizeInDescriptors=compiled.GetBindingProperties().RequiredDescriptorCount))
@@ -98,13 +97,7 @@ def check(device, op, rng, exact: bool):
 
         table.BindInputs([binding(n) for n, _, o in entries if not o])
         table.BindOutputs([binding(n) for n, _, o in entries if o])
-        rec, cl = device.CreateCommandRecorder(), CommandList()
-        init_table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
-            Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount))
-        rec.RecordDispatch(cl, init, init_table)
-        rec.RecordDispatch(cl, compiled, table)
-        cl.Close()
-        CommandQueue().ExecuteCommandLists([cl])
+        initialize_and_dispatch(device, compiled, table)
     except DMLError:
         for n, b in buffers.items():
             np.testing.assert_array_equal(b.numpy(), before[n], err_msg=f"{n} changed on failure")
@@ -334,16 +327,10 @@ def test_fuzz_bindings(seed):
             SizeInBytes=int(rng.choice([0, 32, 64, 100, 256, 2**40])) if rng.random() < 0.7 else None))
 
     table = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=op, SizeInDescriptors=2))
-    init = dev.CreateOperatorInitializer([op])
     try:
         table.BindInputs([random_binding() for _ in range(int(rng.integers(0, 3)))])
         table.BindOutputs([random_binding() for _ in range(int(rng.integers(0, 3)))])
-        rec, cl = dev.CreateCommandRecorder(), CommandList()
-        rec.RecordDispatch(cl, init, dev.CreateBindingTable(DML_BINDING_TABLE_DESC(
-            Dispatchable=init, SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount)))
-        rec.RecordDispatch(cl, op, table)
-        cl.Close()
-        CommandQueue().ExecuteCommandLists([cl])
+        initialize_and_dispatch(dev, op, table)
     except DMLError:
         np.testing.assert_array_equal(shared.numpy(), before)
         assert dev.GetDeviceRemovedReason() != 0
