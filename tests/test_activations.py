@@ -279,3 +279,23 @@ def test_every_activation_desc_is_registered():
     for act in ACTIVATIONS:
         assert REGISTRY[act.operator].in_place
     assert dataclasses.is_dataclass(DML_ACTIVATION_RELU_OPERATOR_DESC)
+
+
+def test_float16_overflow_is_inf_without_numpy_warnings():
+    """LINEAR past FLOAT16's range gives ±inf on the device and in the reference, which returns
+    it as a result, not a RuntimeWarning."""
+    import warnings
+
+    from emulator.registry import validate_operator
+
+    dev = DMLCreateDevice1()
+    x = np.array([1000, -1000, 1, 0], np.float16)
+    op = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_LINEAR_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x), Alpha=1000.0, Beta=0.0))
+    [y] = dev.execute(op, [x])
+    spec, v = validate_operator(op, dev.feature_level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want = spec.module.reference(v.values, {"InputTensor": x})["OutputTensor"]
+    np.testing.assert_array_equal(want, [np.inf, -np.inf, 1000, 0])
+    np.testing.assert_array_equal(y, want)

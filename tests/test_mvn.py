@@ -271,3 +271,20 @@ def test_levels_of_both_versions():
         InputTensor=desc(F32, [1, 2, 3, 4]), OutputTensor=desc(F32, [1, 2, 3, 4]),
         CrossChannel=False, NormalizeVariance=True, Epsilon=1e-5))
     assert min_feature_level(v0) == DML_FEATURE_LEVEL_1_0
+
+
+def test_ieee_results_come_without_numpy_warnings(device):
+    """A negative Epsilon over a constant group: sqrt(0 - 1) is NaN on the device and in the
+    reference, which returns it as a result, not a RuntimeWarning."""
+    import warnings
+
+    from emulator.registry import validate_operator
+
+    x = np.full((1, 2, 2, 2), 3.0, np.float32)
+    op = mvn1(desc(F32, [1, 2, 2, 2]), desc(F32, [1, 2, 2, 2]), (2, 3), eps=-1.0)
+    [y] = device.execute(op, [x])
+    spec, v = validate_operator(op, device.feature_level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want = spec.module.reference(v.values, {"InputTensor": x})["OutputTensor"]
+    assert np.isnan(want).all() and np.isnan(y).all()

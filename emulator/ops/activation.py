@@ -28,7 +28,7 @@ from descriptors import (
 from ..activations import BY_OPERATOR, Activation, params_of
 from ..plan import UnaryPlan
 from ..validation import Band, Context, check_attribute, fmt, same
-from .common import DIMS_1_8, DIMS_4, DIMS_4_5, FL, FLOAT16, FLOAT32
+from .common import DIMS_1_8, DIMS_4, DIMS_4_5, FL, FLOAT16, FLOAT32, ieee_reference
 
 FLOATS = (FLOAT32, FLOAT16)
 
@@ -117,11 +117,11 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         return UnaryPlan.build(i.element_size, i.sizes, i.strides, v.OutputTensor.strides,
                                act.kind, *params_of(act, v))
 
+    @ieee_reference
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         x = inputs["InputTensor"]
-        with np.errstate(all="ignore"):  # IEEE results (NaN, ±inf) are the results, not warnings
-            y = act.reference(x.astype(np.longdouble), *params_of(act, v)[: len(act.params)])
-            return {"OutputTensor": y.astype(x.dtype)}
+        y = act.reference(x.astype(np.longdouble), *params_of(act, v)[: len(act.params)])
+        return {"OutputTensor": y.astype(x.dtype)}
 
     return SimpleNamespace(
         __name__=f"{__name__}[{act.name}]", __doc__=f"{op.name}: {__doc__}",

@@ -1,6 +1,12 @@
-"""Constants shared by the operator modules' support tables."""
+"""Constants shared by the operator modules' support tables, and the float references' errstate."""
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
 
 from descriptors import DML_FEATURE_LEVEL, DML_TENSOR_DATA_TYPE
 
@@ -32,3 +38,17 @@ ELEVEN_TYPES = (FLOAT64, FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UI
 def same_for(fields: tuple[str, ...], dims: tuple[int, ...], types: tuple[T, ...]) -> dict:
     """A band's table where every listed tensor has the same allowed dims and types."""
     return dict.fromkeys(fields, (dims, types))
+
+
+F = TypeVar("F", bound=Callable)
+
+
+def ieee_reference(reference: F) -> F:
+    """For a floating-point reference: its IEEE results (NaN, ±inf, overflow to inf when cast to
+    FLOAT16) are the results, not NumPy RuntimeWarnings."""
+    @functools.wraps(reference)
+    def quiet(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return reference(*args, **kwargs)
+
+    return quiet  # type: ignore[return-value]

@@ -23,7 +23,7 @@ from ..activations import BY_OPERATOR
 from ..plan import MVNPlan
 from ..validation import Band, Context, Tensor, same
 from .activation import check_fused
-from .common import DIMS_1_8, DIMS_4, FL, FLOAT16, FLOAT32
+from .common import DIMS_1_8, DIMS_4, FL, FLOAT16, FLOAT32, ieee_reference
 
 TENSORS = ("InputTensor", "ScaleTensor", "BiasTensor", "OutputTensor")
 SUPPORT = (
@@ -112,12 +112,12 @@ def normalize(x: np.ndarray, axes: Sequence[int], scale: np.ndarray | None,
     return y
 
 
+@ieee_reference
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     x = inputs["InputTensor"]
-    with np.errstate(all="ignore"):  # IEEE results (NaN, ±inf) are the results, not warnings
-        y = normalize(x, v.Axes, inputs.get("ScaleTensor"), inputs.get("BiasTensor"),
-                      v.NormalizeVariance, v.Epsilon, v.fused)
-        return {"OutputTensor": y.astype(x.dtype)}
+    y = normalize(x, v.Axes, inputs.get("ScaleTensor"), inputs.get("BiasTensor"),
+                  v.NormalizeVariance, v.Epsilon, v.fused)
+    return {"OutputTensor": y.astype(x.dtype)}
 
 
 BY_OPERATOR_IDENTITY = next(a for a in BY_OPERATOR.values() if a.kind == 0)

@@ -14,7 +14,7 @@ import numpy as np
 from ..plan import UnaryPlan
 from ..validation import Context
 from .activation import bands, check_same_tensor
-from .common import FL
+from .common import FL, ieee_reference
 
 SUPPORT = bands(FL.DML_FEATURE_LEVEL_1_0, ("InputTensor", "SlopeTensor", "OutputTensor"))
 
@@ -30,9 +30,9 @@ def plan(v: SimpleNamespace) -> UnaryPlan:
                            slope=v.SlopeTensor.strides, slope_name="SlopeTensor")
 
 
+@ieee_reference
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     x, slope = inputs["InputTensor"], inputs["SlopeTensor"]
     wide = x.astype(np.float64)
-    with np.errstate(all="ignore"):  # IEEE results (NaN, ±inf) are the results, not warnings
-        y = np.where(wide >= 0, wide, slope.astype(np.float64) * wide)
-        return {"OutputTensor": np.where(np.isnan(wide), wide, y).astype(x.dtype)}
+    y = np.where(wide >= 0, wide, slope.astype(np.float64) * wide)
+    return {"OutputTensor": np.where(np.isnan(wide), wide, y).astype(x.dtype)}

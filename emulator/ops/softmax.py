@@ -22,7 +22,7 @@ from descriptors import DML_OPERATOR_TYPE
 from ..plan import SoftmaxPlan
 from ..validation import Context
 from .activation import bands, check_same_tensor
-from .common import FL
+from .common import FL, ieee_reference
 
 OP = DML_OPERATOR_TYPE
 MODES = {OP.DML_OPERATOR_ACTIVATION_SOFTMAX: 0, OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX: 1,
@@ -65,10 +65,10 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         i = v.InputTensor
         return SoftmaxPlan.build(i.element_size, i.sizes, i.strides, v.OutputTensor.strides, mode)
 
+    @ieee_reference
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         x = inputs["InputTensor"]
-        with np.errstate(all="ignore"):  # IEEE results (NaN, ±inf) are the results, not warnings
-            return {"OutputTensor": row_function(x.astype(np.float64), mode).astype(x.dtype)}
+        return {"OutputTensor": row_function(x.astype(np.float64), mode).astype(x.dtype)}
 
     return SimpleNamespace(
         __name__=f"{__name__}[{op.name}]", __doc__=__doc__,
