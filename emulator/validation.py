@@ -40,6 +40,7 @@ from descriptors import (
 
 from .errors import DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
+from .resources import typed_view
 
 UINT32_MAX = 2**32 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -102,9 +103,9 @@ class Tensor:
 
     def view(self, data: np.ndarray) -> np.ndarray:
         """The logical array (shaped by Sizes) this tensor addresses in ``data`` (bytes; a view)."""
-        typed = data[: data.size // self.element_size * self.element_size].view(self.dtype)
         return np.lib.stride_tricks.as_strided(
-            typed, shape=self.sizes, strides=[s * self.element_size for s in self.strides])
+            typed_view(data, self.dtype), shape=self.sizes,
+            strides=[s * self.element_size for s in self.strides])
 
     @property
     def base_alignment(self) -> int:
