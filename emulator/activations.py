@@ -96,7 +96,6 @@ ACTIVATIONS: tuple[Activation, ...] = (
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Activation] = {a.operator: a for a in ACTIVATIONS}
-KIND_NONE = 0  # IDENTITY: no epilogue
 
 
 def params_of(act: Activation, values: object) -> tuple[float, float]:

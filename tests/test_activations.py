@@ -299,3 +299,11 @@ def test_float16_overflow_is_inf_without_numpy_warnings():
         want = spec.module.reference(v.values, {"InputTensor": x})["OutputTensor"]
     np.testing.assert_array_equal(want, [np.inf, -np.inf, 1000, 0])
     np.testing.assert_array_equal(y, want)
+
+
+def test_kernel_kind_constants_match_the_table():
+    """The kinds kernels special-case by name carry the activation table's numbers."""
+    from emulator.kernels import activation as kernels
+
+    assert BY_OPERATOR[DML_OPERATOR_ACTIVATION_IDENTITY].kind == kernels.IDENTITY
+    assert BY_OPERATOR[DML_OPERATOR_ACTIVATION_RELU].kind == kernels.RELU

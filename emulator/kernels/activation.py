@@ -20,6 +20,7 @@ from .index import offsets4
 from .jit import helper, kernel, prange
 
 ROW_BLOCK = 2048  # elements converted, activated and stored together
+IDENTITY, RELU = 0, 6  # the kinds other kernels special-case (numbers of emulator.activations)
 
 
 @helper
@@ -29,7 +30,7 @@ def softplus(z):  # pragma: no cover
 
 @helper
 def activate(kind, buf, n, p0, p1):  # pragma: no cover
-    if kind == 0:
+    if kind == IDENTITY:
         return
     if kind == 1:  # LINEAR
         for i in range(n):
@@ -47,7 +48,7 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 5:  # SCALED_TANH
         for i in range(n):
             buf[i] = p0 * math.tanh(p1 * buf[i])
-    elif kind == 6:  # RELU: an unconditional store of a select vectorises; NaN is not < 0
+    elif kind == RELU:  # an unconditional store of a select vectorises; NaN is not < 0
         for i in range(n):
             v = buf[i]
             buf[i] = 0 if v < 0 else v

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .activation import activate
+from .activation import IDENTITY, RELU, activate
 from .floats import load32, load64, store
 from .index import offsets4
 from .jit import kernel, prange, reduction
@@ -88,11 +88,12 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
                 sb = np.uint64(gs + rs) + np.uint64(j0) * ss
                 bb = np.uint64(gb + rb) + np.uint64(j0) * bs
                 yb = np.uint64(go + ro) + np.uint64(j0) * ys
-                if ss == 0 and bs == 0 and xs == 1 and ys == 1 and (kind == 0 or kind == 6):
+                if (ss == 0 and bs == 0 and xs == 1 and ys == 1
+                        and kind in (IDENTITY, RELU)):
                     # The common case in one loop, without the buffer round trip.
                     a = inv * load32(scale, sb) if has_scale else inv
                     b = load32(bias, bb) if has_bias else zero
-                    low = zero if kind == 6 else np.float32(-np.inf)
+                    low = zero if kind == RELU else np.float32(-np.inf)
                     for j in range(n):
                         v = ((load32(x, xb + j) - hi) - lo) * a + b
                         if v < low:  # (a conditional expression passed to the inlined store

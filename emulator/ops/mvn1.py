@@ -19,6 +19,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from descriptors import DML_OPERATOR_TYPE
+
 from ..activations import BY_OPERATOR
 from ..plan import MVNPlan
 from ..validation import Band, Context, Tensor, same
@@ -120,4 +122,4 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
     return {"OutputTensor": y.astype(x.dtype)}
 
 
-BY_OPERATOR_IDENTITY = next(a for a in BY_OPERATOR.values() if a.kind == 0)
+BY_OPERATOR_IDENTITY = BY_OPERATOR[DML_OPERATOR_TYPE.DML_OPERATOR_ACTIVATION_IDENTITY]
