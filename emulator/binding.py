@@ -26,7 +26,7 @@ from descriptors import (
 
 from .errors import invalid_arg
 from .resources import address, resource_bytes
-from .validation import Tensor, fmt
+from .validation import Tensor, fmt, is_int
 
 if TYPE_CHECKING:
     from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperatorInitializer
@@ -79,14 +79,14 @@ def check_buffer(bb: DML_BUFFER_BINDING, where: str, need: int, alignment: int) 
         raise invalid_arg(f"{where}: Buffer is null but this bind point needs a buffer")
     res = resource_bytes(bb.Buffer, where)
     off = bb.Offset
-    if not isinstance(off, (int, np.integer)) or isinstance(off, bool) or off < 0:
+    if not is_int(off) or off < 0:
         raise invalid_arg(f"{where}: Offset = {fmt(off)} is invalid: must be a byte count >= 0")
     off = int(off)
     if off % alignment:
         raise invalid_arg(f"{where}: Offset = {off} is invalid: must be a multiple of "
                           f"{alignment} bytes")
     size = res.size - off if bb.SizeInBytes is None else bb.SizeInBytes
-    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 0:
+    if not is_int(size) or size < 0:
         raise invalid_arg(f"{where}: SizeInBytes = {fmt(size)} is invalid: must be a byte "
                           "count >= 0")
     size = int(size)

@@ -164,12 +164,13 @@ class Context:
             self.fail(field, value, rule)
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """A Python or NumPy integer (bool is not one)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_int(ctx: Context, field: str, value: Any, lo: int, hi: int, ctype: str) -> int:
-    if not _is_int(value):
+    if not is_int(value):
         ctx.fail(field, value, f"{ctype} values must be integers")
     if not lo <= int(value) <= hi:
         ctx.fail(field, value, f"{ctype} values lie in [{lo}, {hi}]")
@@ -206,7 +207,7 @@ def check_tensor(ctx: Context, field: str, value: Any, is_output: bool) -> Tenso
     except ValueError:
         data_type = None
     if data_type is None or data_type == DML_TENSOR_DATA_TYPE.DML_TENSOR_DATA_TYPE_UNKNOWN \
-            or not _is_int(d.DataType):
+            or not is_int(d.DataType):
         ctx.fail(f"{field}.DataType", d.DataType, "not a valid DML_TENSOR_DATA_TYPE")
     flags = check_int(ctx, f"{field}.Flags", d.Flags, 0, UINT32_MAX, "DML_TENSOR_FLAGS")
     if flags & ~int(OWNED_BY_DML):
@@ -305,11 +306,11 @@ def check_attribute(ctx: Context, f: Field, value: Any) -> Any:
             ctx.fail(f.name, value, "a FLOAT must be a real number")
         return float(np.float32(value))  # C FLOAT: float32
     if f.ctype == schema.BOOL:
-        if not isinstance(value, (bool, np.bool_)) and not (_is_int(value) and value in (0, 1)):
+        if not isinstance(value, (bool, np.bool_)) and not (is_int(value) and value in (0, 1)):
             ctx.fail(f.name, value, "a BOOL must be true or false")
         return bool(value)
     if f.ctype == schema.AXIS_DIRECTION:
-        if not _is_int(value) or int(value) not in DML_AXIS_DIRECTION._value2member_map_:
+        if not is_int(value) or int(value) not in DML_AXIS_DIRECTION._value2member_map_:
             ctx.fail(f.name, value, "must be DML_AXIS_DIRECTION_INCREASING or _DECREASING")
         return DML_AXIS_DIRECTION(value)
     return value  # OPERATOR_DESC: judged by the operator's own rules
@@ -397,7 +398,7 @@ def unwrap_operator_desc(desc: Any) -> tuple[DML_OPERATOR_TYPE, Any]:
         op_type, inner = type(desc).OPERATOR_TYPE, desc
     else:
         raise invalid_arg(f"expected a DML_OPERATOR_DESC, got {type(desc).__name__}")
-    if op_type is None or not _is_int(op_type) \
+    if op_type is None or not is_int(op_type) \
             or int(op_type) not in DML_OPERATOR_TYPE._value2member_map_:
         raise invalid_arg(f"DML_OPERATOR_DESC.Type = {fmt(op_type)} is not a DML_OPERATOR_TYPE")
     op_type = DML_OPERATOR_TYPE(int(op_type))
