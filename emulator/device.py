@@ -242,15 +242,18 @@ class IDMLCompiledOperator:
         self.flags = flags
         self._initialized = False
         self._owned: dict[str, np.ndarray] = {}
+        v = op.validated
+        # Bind points in binding order, with their tensors (None: absent); fixed for the operator.
+        self._slots = {kind: [(f.name, v.tensor(f.name)) for f in fields]
+                       for kind, fields in (("input", v.schema.inputs),
+                                            ("output", v.schema.outputs))}
 
     @property
     def name(self) -> str:
         return self.operator.name
 
     def _tensors(self, kind: str) -> list[tuple[str, Tensor | None]]:
-        fields = self.operator.validated.schema.inputs if kind == "input" else \
-            self.operator.validated.schema.outputs
-        return [(f.name, self.operator.validated.tensor(f.name)) for f in fields]
+        return self._slots[kind]
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
@@ -325,11 +328,15 @@ class IDMLOperatorInitializer:
         return DML_BINDING_PROPERTIES(RequiredDescriptorCount=count, TemporaryResourceSize=0,
                                       PersistentResourceSize=0)
 
+    def _check_count(self, where: str, bindings: list[Any]) -> None:
+        """Inputs and outputs of an initializer: one binding per operator."""
+        check_counts(where, "the operator initializer", len(bindings),
+                     [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
+
     def _bind_inputs(self, bindings: list[Any]) -> list[tuple[Bound | None, ...]]:
         """One BUFFER_ARRAY per operator (one entry per input), or NONE if it owns no input."""
         where = "IDMLBindingTable::BindInputs (operator initializer)"
-        check_counts(where, "the operator initializer", len(bindings),
-                     [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
+        self._check_count(where, bindings)
         out: list[tuple[Bound | None, ...]] = []
         for i, (b, op) in enumerate(zip(bindings, self.operators)):
             slots = op._tensors("input")
@@ -362,8 +369,7 @@ class IDMLOperatorInitializer:
     def _bind_outputs(self, bindings: list[Any]) -> list[Bound | None]:
         """The persistent resource of each operator (none of ours needs one)."""
         where = "IDMLBindingTable::BindOutputs (operator initializer)"
-        check_counts(where, "the operator initializer", len(bindings),
-                     [f"operators[{i}] ({op.name})" for i, op in enumerate(self.operators)])
+        self._check_count(where, bindings)
         return [bind_resource(b, f"{where}: binding {i}", 0, 256) for i, b in enumerate(bindings)]
 
     def _dispatch_command(self, table: IDMLBindingTable) -> InitializerDispatch:
