@@ -466,11 +466,11 @@ class Runner:
         return self.device.CreateBindingTable(DML_BINDING_TABLE_DESC(
             Dispatchable=dispatchable, SizeInDescriptors=need))
 
-    def _submit(self, dispatchable: Any, table: Any) -> None:
+    def _record(self, dispatchable: Any, table: Any) -> CommandList:
         commands = CommandList()
         self.recorder.RecordDispatch(commands, dispatchable, table)
         commands.Close()
-        self.queue.ExecuteCommandLists([commands])
+        return commands
 
     def prepare(self) -> None:
         """Create, compile and initialize every dispatchable (OWNED_BY_DML inputs bound here)."""
@@ -482,7 +482,7 @@ class Runner:
             if any(b is not None for b in inputs):
                 table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
                     b.Desc if b is not None else DML_BUFFER_BINDING() for b in inputs])])
-            self._submit(init, table)
+            self.queue.ExecuteCommandLists([self._record(init, table)])
 
     def run(self) -> None:
         self.prepare()
@@ -516,9 +516,7 @@ class Runner:
         table = self._table(d.compiled)
         table.BindInputs(inputs)
         table.BindOutputs(outputs)
-        commands = CommandList()
-        self.recorder.RecordDispatch(commands, d.compiled, table)
-        commands.Close()
+        commands = self._record(d.compiled, table)
         if self.iterations <= 1:
             self.queue.ExecuteCommandLists([commands])
             return
