@@ -113,6 +113,18 @@ def quantize(total, factor, z, lo, hi):  # pragma: no cover
     return hi if q > hi else q
 
 
+@inline
+def row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz):  # pragma: no cover
+    """(AScale / OutputScale, OutputZeroPoint) of output row m in float64: the division once
+    per row."""
+    ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
+        oscale[np.uint64(m * os_step)])
+    z = 0.0
+    if has_oz:
+        z = np.float64(ozp[np.uint64(m * oz_step)])
+    return ratio, z
+
+
 @kernel
 def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bsc, oscale, os_step,
                ozp, oz_step, has_oz, lo, hi, y):  # pragma: no cover
@@ -123,9 +135,7 @@ def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bsc, osc
         bi = task // M
         m = task - bi * M
         o, _, _, _ = offsets4(bi, bsizes, bo, bo, bo, bo)
-        ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
-            oscale[np.uint64(m * os_step)])
-        z = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
+        ratio, z = row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz)
         row = acc[bi, m]
         base = np.uint64(o + m * sm)
         step = np.uint64(sn)

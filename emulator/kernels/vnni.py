@@ -23,7 +23,7 @@ from numba.extending import intrinsic
 
 from .index import offsets4
 from .jit import helper, kernel, prange
-from .qgemm import quantize
+from .qgemm import quantize, row_factors
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
@@ -203,9 +203,8 @@ def gemm_requantize(a, a32, words, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk,
                           + (k & np.uint64(3))] = v
                     total += np.int64(v)
             row_sums[i] = total
-            ratio[i] = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
-                oscale[np.uint64(m * os_step)])
-            zo[i] = np.float64(ozp[np.uint64(m * oz_step)]) if has_oz else 0.0
+            ratio[i], zo[i] = row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step,
+                                          has_oz)
             za[i] = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
         block = np.empty(rows * NR, np.int32)
         for nt in range(ntiles):
