@@ -16,7 +16,7 @@ from ..plan import MVNPlan
 from ..validation import Band, Context
 from . import mvn1
 from .activation import check_fused
-from .common import DIMS_4, FL, FLOAT16, FLOAT32, ieee_reference
+from .common import DIMS_4, FL, FLOAT16, FLOAT32
 
 SUPPORT = (Band(FL.DML_FEATURE_LEVEL_1_0,
                 dict.fromkeys(mvn1.TENSORS, (DIMS_4, (FLOAT32, FLOAT16)))),)
@@ -35,9 +35,5 @@ def plan(v: SimpleNamespace) -> MVNPlan:
     return mvn1.mvn_plan(v, axes(v))
 
 
-@ieee_reference
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    x = inputs["InputTensor"]
-    y = mvn1.normalize(x, axes(v), inputs.get("ScaleTensor"), inputs.get("BiasTensor"),
-                       v.NormalizeVariance, v.Epsilon, v.fused)
-    return {"OutputTensor": y.astype(x.dtype)}
+    return mvn1.mvn_reference(v, inputs, axes(v))

@@ -115,11 +115,17 @@ def normalize(x: np.ndarray, axes: Sequence[int], scale: np.ndarray | None,
 
 
 @ieee_reference
-def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def mvn_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray],
+                  axes: Sequence[int]) -> dict[str, np.ndarray]:
+    """The reference of MVN and MVN1, over the given axes."""
     x = inputs["InputTensor"]
-    y = normalize(x, v.Axes, inputs.get("ScaleTensor"), inputs.get("BiasTensor"),
+    y = normalize(x, axes, inputs.get("ScaleTensor"), inputs.get("BiasTensor"),
                   v.NormalizeVariance, v.Epsilon, v.fused)
     return {"OutputTensor": y.astype(x.dtype)}
+
+
+def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return mvn_reference(v, inputs, v.Axes)
 
 
 BY_OPERATOR_IDENTITY = BY_OPERATOR[DML_OPERATOR_TYPE.DML_OPERATOR_ACTIVATION_IDENTITY]
