@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from descriptors import DML_AXIS_DIRECTION, DML_TENSOR_DATA_TYPE
+from descriptors import DML_AXIS_DIRECTION, DML_TENSOR_DATA_TYPE, NUMPY_DTYPE
 
 from ..plan import TopKPlan
 from ..validation import Band, Context, same
@@ -63,22 +63,16 @@ def validate(ctx: Context, v: SimpleNamespace) -> None:
 
 def key_constants(data_type: T, decreasing: bool) -> tuple[int, ...]:
     """abs_mask, inf_bits, nan_bits, sign_bit, pos_xor, neg_xor, dir_mask (kernels/topk.py)."""
-    bits = np.dtype(f"u{np.dtype(_numpy(data_type)).itemsize}").itemsize * 8
+    dtype = np.dtype(NUMPY_DTYPE[data_type])
+    bits = dtype.itemsize * 8
     ones, sign = (1 << bits) - 1, 1 << (bits - 1)
     direction = 0 if decreasing else ones
     if data_type == T.DML_TENSOR_DATA_TYPE_FLOAT32:
         return 0x7FFFFFFF, 0x7F800000, 0x7FC00000, sign, sign, ones, direction
     if data_type == T.DML_TENSOR_DATA_TYPE_FLOAT16:
         return 0x7FFF, 0x7C00, 0x7E00, sign, sign, ones, direction
-    signed = np.dtype(_numpy(data_type)).kind == "i"
-    flip = sign if signed else 0
+    flip = sign if dtype.kind == "i" else 0
     return ones, ones, 0, sign, flip, flip, direction
-
-
-def _numpy(data_type: T) -> str:
-    from descriptors import NUMPY_DTYPE
-
-    return NUMPY_DTYPE[data_type]
 
 
 def top_k_plan(v: SimpleNamespace, decreasing: bool) -> TopKPlan:
