@@ -1,21 +1,32 @@
-"""The operator schema: each operator desc's fields in header order, with kind and C type.
+"""The operator schema: each operator desc's fields in header order, with kind and type.
 
-This one table drives the generated struct classes (``descriptors.structs``), the order of bind
-points (inputs, then outputs, in struct order), the device's generic field checks and the model-file
-reader. Field names and order are those of DirectML.h.
+Built from the generated facts (``_generated.OPERATORS``, from ``tools/directml-schema.json``): it
+drives the struct classes (``descriptors.structs``), the order of bind points (tensor fields in
+struct order, each tensor of an array its own bind point), the device's field checks (one checker
+per field ``type``, ``emulator.fieldtypes``) and the model-file reader. Field names and order are
+those of DirectML.h; nothing here is typed by hand.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .enums import DML_OPERATOR_TYPE as OP
+from . import _generated
+from .enums import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE
 
-# C types of attribute fields.
-UINT, INT, FLOAT, BOOL = "UINT", "INT", "FLOAT", "BOOL"
-AXIS_DIRECTION = "DML_AXIS_DIRECTION"
-OPERATOR_DESC = "const DML_OPERATOR_DESC*"  # a fused activation
-TENSOR = "const DML_TENSOR_DESC*"
+OP = DML_OPERATOR_TYPE
+
+# Field types (``Field.type``): the schema types of DirectML's own schema, with two refinements
+# that matter for checking: a UINT whose C type is an enum is that enum's name, and a C BOOL is
+# BOOL.
+TENSOR = "TENSOR_DESC"
+TENSOR_ARRAY = "TENSOR_DESC_ARRAY"
+OPERATOR_DESC = "OPERATOR_DESC"
+OPERATOR_DESC_ARRAY = "OPERATOR_DESC_ARRAY"
+UINT, INT, UINT64, FLOAT, BOOL = "UINT", "INT", "UINT64", "FLOAT", "BOOL"
+UINT_ARRAY, INT_ARRAY, FLOAT_ARRAY = "UINT_ARRAY", "INT_ARRAY", "FLOAT_ARRAY"
+SCALE_BIAS, SIZE_2D, SCALAR_UNION = "SCALE_BIAS", "SIZE_2D", "SCALAR_UNION"
+ENUM_NAMES = frozenset(e.__name__ for e in _generated.ENUMS)
 
 
 @dataclass(frozen=True)
@@ -24,27 +35,38 @@ class Field:
 
     name: str
     kind: str  # "input" | "output" | "attribute"
-    ctype: str  # TENSOR for tensors, else UINT/INT/FLOAT/BOOL/AXIS_DIRECTION/OPERATOR_DESC
+    type: str  # a field type above, or an enum's name (DML_REDUCE_FUNCTION ...)
+    ctype: str = ""  # the C type as the header writes it
     optional: bool = False  # _Maybenull_ in the header
     count: str | None = None  # for arrays: the field holding their length
-    is_count: bool = False  # a count field (DimensionCount, AxisCount); may be omitted in Python
+    is_count: bool = False  # a count field (DimensionCount ...); may be omitted in Python
 
     @property
     def is_tensor(self) -> bool:
-        return self.ctype == TENSOR
+        """A tensor or an array of tensors: bind points."""
+        return self.type in (TENSOR, TENSOR_ARRAY)
 
     @property
     def is_array(self) -> bool:
         return self.count is not None
 
+    @property
+    def is_enum(self) -> bool:
+        return self.type in ENUM_NAMES
+
 
 @dataclass(frozen=True)
 class OperatorSchema:
-    operator: OP
+    operator: DML_OPERATOR_TYPE
     struct_name: str
     fields: tuple[Field, ...]
-    # Activation descs double as fused activations, whose tensor fields must then be null.
-    is_activation: bool = False
+    introduced: DML_FEATURE_LEVEL  # the header block that declares the type
+    in_place: bool  # DirectML's schema: an output may alias an input
+
+    @property
+    def is_activation(self) -> bool:
+        """Activation descs double as fused activations, whose tensor fields must then be null."""
+        return self.operator.name.startswith("DML_OPERATOR_ACTIVATION_")
 
     @property
     def inputs(self) -> tuple[Field, ...]:
@@ -65,89 +87,29 @@ class OperatorSchema:
         raise KeyError(name)
 
 
-def _in(name: str, optional: bool = False) -> Field:
-    return Field(name, "input", TENSOR, optional)
+def _field_type(ctype: str, schema_type: str) -> str:
+    base = ctype.removeprefix("const ").rstrip("*").strip()
+    if schema_type == UINT and base in ENUM_NAMES:
+        return base
+    if base == "BOOL":
+        return BOOL
+    return schema_type
 
 
-def _out(name: str) -> Field:
-    return Field(name, "output", TENSOR)
+def _level(text: str) -> DML_FEATURE_LEVEL:
+    return DML_FEATURE_LEVEL.__members__[f"DML_FEATURE_LEVEL_{text}"]
 
 
-def _attr(name: str, ctype: str, count: str | None = None, optional: bool = False) -> Field:
-    return Field(name, "attribute", ctype, optional, count)
+def _schema(row: tuple) -> OperatorSchema:
+    name, _value, struct, introduced, in_place, fields = row
+    counts = {f[5] for f in fields if f[5]}
+    return OperatorSchema(
+        OP.__members__[name], struct,
+        tuple(Field(fname, kind, _field_type(ctype, stype), ctype, optional, count,
+                    fname in counts)
+              for fname, ctype, kind, stype, optional, count in fields),
+        _level(introduced), in_place)
 
 
-def _count(name: str) -> Field:
-    return Field(name, "attribute", UINT, is_count=True)
-
-
-def _op(op: OP, struct_name: str, *fields: Field, activation: bool = False) -> OperatorSchema:
-    return OperatorSchema(op, struct_name, fields, activation)
-
-
-def _activation(op: OP, *attrs: tuple[str, str]) -> OperatorSchema:
-    name = op.name.removeprefix("DML_OPERATOR_")
-    fields = (_in("InputTensor"), _out("OutputTensor"), *(_attr(n, t) for n, t in attrs))
-    return _op(op, f"DML_{name}_OPERATOR_DESC", *fields, activation=True)
-
-
-_FUSED = _attr("FusedActivation", OPERATOR_DESC, optional=True)
-
-SCHEMAS: tuple[OperatorSchema, ...] = (
-    _op(OP.DML_OPERATOR_SLICE, "DML_SLICE_OPERATOR_DESC",
-        _in("InputTensor"), _out("OutputTensor"), _count("DimensionCount"),
-        _attr("Offsets", UINT, "DimensionCount"), _attr("Sizes", UINT, "DimensionCount"),
-        _attr("Strides", UINT, "DimensionCount")),
-    _op(OP.DML_OPERATOR_SLICE1, "DML_SLICE1_OPERATOR_DESC",
-        _in("InputTensor"), _out("OutputTensor"), _count("DimensionCount"),
-        _attr("InputWindowOffsets", UINT, "DimensionCount"),
-        _attr("InputWindowSizes", UINT, "DimensionCount"),
-        # Signed in the real header (the documentation page wrongly shows UINT).
-        _attr("InputWindowStrides", INT, "DimensionCount")),
-    _op(OP.DML_OPERATOR_TOP_K, "DML_TOP_K_OPERATOR_DESC",
-        _in("InputTensor"), _out("OutputValueTensor"), _out("OutputIndexTensor"),
-        _attr("Axis", UINT), _attr("K", UINT)),
-    _op(OP.DML_OPERATOR_TOP_K1, "DML_TOP_K1_OPERATOR_DESC",
-        _in("InputTensor"), _out("OutputValueTensor"), _out("OutputIndexTensor"),
-        _attr("Axis", UINT), _attr("K", UINT), _attr("AxisDirection", AXIS_DIRECTION)),
-    _op(OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION,
-        "DML_MEAN_VARIANCE_NORMALIZATION_OPERATOR_DESC",
-        _in("InputTensor"), _in("ScaleTensor", True), _in("BiasTensor", True), _out("OutputTensor"),
-        _attr("CrossChannel", BOOL), _attr("NormalizeVariance", BOOL), _attr("Epsilon", FLOAT),
-        _FUSED),
-    _op(OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1,
-        "DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC",
-        _in("InputTensor"), _in("ScaleTensor", True), _in("BiasTensor", True), _out("OutputTensor"),
-        _count("AxisCount"), _attr("Axes", UINT, "AxisCount"), _attr("NormalizeVariance", BOOL),
-        _attr("Epsilon", FLOAT), _FUSED),
-    _op(OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY,
-        "DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC",
-        _in("ATensor"), _in("AScaleTensor"), _in("AZeroPointTensor", True), _in("BTensor"),
-        _in("BScaleTensor"), _in("BZeroPointTensor", True), _in("OutputScaleTensor"),
-        _in("OutputZeroPointTensor", True), _out("OutputTensor")),
-    _activation(OP.DML_OPERATOR_ACTIVATION_ELU, ("Alpha", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_HARDMAX),
-    _activation(OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID, ("Alpha", FLOAT), ("Beta", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_IDENTITY),
-    _activation(OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU, ("Alpha", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_LINEAR, ("Alpha", FLOAT), ("Beta", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX),
-    _op(OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU,
-        "DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC",
-        _in("InputTensor"), _in("SlopeTensor"), _out("OutputTensor")),
-    _activation(OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS, ("Alpha", FLOAT), ("Beta", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_RELU),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SCALED_ELU, ("Alpha", FLOAT), ("Gamma", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, ("Alpha", FLOAT), ("Beta", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SIGMOID),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SOFTMAX),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, ("Steepness", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SOFTSIGN),
-    _activation(OP.DML_OPERATOR_ACTIVATION_TANH),
-    _activation(OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU, ("Alpha", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_SHRINK, ("Bias", FLOAT), ("Threshold", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_CELU, ("Alpha", FLOAT)),
-    _activation(OP.DML_OPERATOR_ACTIVATION_GELU),
-)
-
-SCHEMA: dict[OP, OperatorSchema] = {s.operator: s for s in SCHEMAS}
+SCHEMAS: tuple[OperatorSchema, ...] = tuple(_schema(row) for row in _generated.OPERATORS)
+SCHEMA: dict[DML_OPERATOR_TYPE, OperatorSchema] = {s.operator: s for s in SCHEMAS}

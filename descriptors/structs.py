@@ -1,9 +1,12 @@
-"""Struct classes mirroring DirectML.h: frozen, keyword-only dataclasses with the C field names.
+"""Struct classes mirroring DirectML.h: frozen dataclasses with the C field names.
 
-Operator desc classes (``DML_SLICE1_OPERATOR_DESC`` ...) are generated from ``schema.SCHEMAS`` so
-the field list lives in one place. Conveniences C has no need for: count fields may be omitted and
-are then derived from the array's length; arrays are stored as tuples. Nothing here validates: a
-descriptor holds data, and the device judges it (see ``emulator.validation``).
+Construct them by keyword or, as C++ aggregate initialisation does, by position in header order
+(``DML_SIZE_2D(4, 2)``); to change one field of a frozen struct, use ``dataclasses.replace(desc,
+Field=value)``. Operator desc classes (``DML_SLICE1_OPERATOR_DESC`` ... all 177) are generated from
+``schema.SCHEMAS``, and the helper and graph structs from the generated struct table, so field lists
+live in one place. Conveniences C has no need for: count fields may be omitted and are then derived
+from the array's length; arrays are stored as tuples. Nothing here validates: a descriptor holds
+data, and the device judges it (see ``emulator.validation``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._generated import STRUCTS
 from .enums import (
     DML_BINDING_TYPE,
     DML_OPERATOR_TYPE,
@@ -22,7 +26,7 @@ from .enums import (
 )
 from .schema import SCHEMAS, OperatorSchema
 
-_STRUCT = {"frozen": True, "kw_only": True}
+_STRUCT = {"frozen": True}
 
 
 def _tuple_or_none(value: Any) -> Any:
@@ -156,30 +160,81 @@ class DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT:
     IsSupported: bool
 
 
-def _operator_desc_class(schema: OperatorSchema) -> type:
+@dataclass(**_STRUCT)
+class DML_SCALAR_UNION:
+    """A scalar of any data type: give exactly one member, by keyword (``Float32=1.5``).
+
+    Where a desc holds a scalar union, a plain Python int or float is accepted too and read as the
+    member its companion DataType field names.
+    """
+
+    Bytes: Sequence[int] | None = None
+    Int8: int | None = None
+    UInt8: int | None = None
+    Int16: int | None = None
+    UInt16: int | None = None
+    Int32: int | None = None
+    UInt32: int | None = None
+    Int64: int | None = None
+    UInt64: int | None = None
+    Float32: float | None = None
+    Float64: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "Bytes", _tuple_or_none(self.Bytes))
+
+    def members(self) -> dict[str, Any]:
+        """The members that were given (exactly one in a valid union)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+
+def _derive_counts(fields: Sequence[tuple[str, str | None]]) -> Any:
+    """A __post_init__ that turns arrays into tuples and fills omitted count fields."""
     arrays_by_count: dict[str, list[str]] = {}
-    for f in schema.fields:
-        if f.count:
-            arrays_by_count.setdefault(f.count, []).append(f.name)
+    for name, count in fields:
+        if count:
+            arrays_by_count.setdefault(count, []).append(name)
 
     def post_init(self: Any) -> None:
         for count, arrays in arrays_by_count.items():
             _derive_count(self, count, *arrays)
 
-    doc = (f"Mirror of ``{schema.struct_name}`` (DirectML.h). Fields, in header order: "
-           + ", ".join(f.name + ("?" if f.optional else "") for f in schema.fields) + ".")
+    return post_init
+
+
+def _struct_class(name: str, fields: Sequence[tuple[str, str | None]], doc: str,
+                  namespace: dict[str, Any] | None = None) -> type:
     cls = dataclasses.make_dataclass(
-        schema.struct_name,
-        [(f.name, Any, dataclasses.field(default=None)) for f in schema.fields],
-        namespace={"__post_init__": post_init, "__doc__": doc,
-                   "OPERATOR_TYPE": schema.operator, "SCHEMA": schema},
-        frozen=True, kw_only=True,
-    )
+        name, [(f, Any, dataclasses.field(default=None)) for f, _ in fields],
+        namespace={"__post_init__": _derive_counts(fields), "__doc__": doc, **(namespace or {})},
+        frozen=True)
     cls.__module__ = __name__
     return cls
+
+
+def _operator_desc_class(schema: OperatorSchema) -> type:
+    doc = (f"Mirror of ``{schema.struct_name}`` (DirectML.h). Fields, in header order: "
+           + ", ".join(f.name + ("?" if f.optional else "") for f in schema.fields) + ".")
+    return _struct_class(schema.struct_name, [(f.name, f.count) for f in schema.fields], doc,
+                         {"OPERATOR_TYPE": schema.operator, "SCHEMA": schema})
 
 
 OPERATOR_DESC_CLASSES: dict[DML_OPERATOR_TYPE, type] = {
     s.operator: _operator_desc_class(s) for s in SCHEMAS
 }
 globals().update({cls.__name__: cls for cls in OPERATOR_DESC_CLASSES.values()})
+# DirectML.h's alias: SCATTER_ELEMENTS is the operator SCATTER's desc, under both names.
+DML_SCATTER_ELEMENTS_OPERATOR_DESC = OPERATOR_DESC_CLASSES[
+    DML_OPERATOR_TYPE.DML_OPERATOR_SCATTER_ELEMENTS]
+
+# The helper and graph structs with no behaviour of their own, from the generated struct table.
+_HAND_WRITTEN = {n for n, v in list(globals().items())
+                 if n.startswith("DML_") and isinstance(v, type)}
+GENERIC_STRUCTS: dict[str, Any] = {
+    name: _struct_class(name, [(f[0], f[2]) for f in fields],
+                        f"Mirror of ``{name}`` (DirectML.h). Fields, in header order: "
+                        + ", ".join(f[0] for f in fields) + ".")
+    for name, fields in STRUCTS.items() if name not in _HAND_WRITTEN
+}
+globals().update(GENERIC_STRUCTS)

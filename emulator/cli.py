@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from descriptors import DML_OPERATOR_TYPE, DML_TENSOR_DATA_TYPE, short_name
+from descriptors import DML_TENSOR_DATA_TYPE, short_name
 
 from . import __version__
-from .device import SUPPORTED_DATA_TYPES, DMLCreateDevice1
+from .device import DMLCreateDevice1, supports_data_type
 from .errors import DMLError
-from .featurelevels import EMULATED_LEVELS, default_level, level_name, parse_level, short_level
+from .featurelevels import ALL_LEVELS, default_level, level_name, parse_level, short_level
 from .registry import REGISTRY, min_feature_level, validate_operator
 
 EXIT_USER_ERROR = 2
@@ -101,6 +101,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             d = load_dispatchable(name, spec)
             entry["operator"] = short_name(d.operator)
+            entry["executable"] = REGISTRY[d.operator].executable
             lowest = min_feature_level(d.desc)
             entry["min_feature_level"] = short_level(lowest) if lowest else None
             if lowest is None:
@@ -119,7 +120,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         for r in results:
             if r["min_feature_level"]:
                 print(f"{r['dispatchable']}: {r['operator']} is valid from "
-                      f"DML_FEATURE_LEVEL_{r['min_feature_level']}")
+                      f"DML_FEATURE_LEVEL_{r['min_feature_level']}"
+                      + ("" if r["executable"] else " (validation only: not yet executable here)"))
             else:
                 print(f"{r['dispatchable']}: invalid at every feature level: {r['error']}")
     return 0 if ok else 1
@@ -139,18 +141,21 @@ def device_info() -> dict[str, Any]:
     for op, spec in REGISTRY.items():
         operators.append({
             "operator": short_name(op), "introduced": short_level(spec.introduced),
-            "in_place": spec.in_place,
+            "in_place": spec.in_place, "validated": spec.validated,
+            "executable": spec.executable,
             "support": {short_level(b.level): {
                 t: {"dimensions": list(dims), "data_types": [short_name(x) for x in types]}
                 for t, (dims, types) in b.tensors.items()} for b in spec.support}})
     return {
         "version": __version__,
-        "feature_levels": [short_level(lv) for lv in EMULATED_LEVELS],
+        "feature_levels": [short_level(lv) for lv in ALL_LEVELS],
         "default_feature_level": short_level(default_level()),
-        "data_types": [short_name(t) for t in DML_TENSOR_DATA_TYPE if t in SUPPORTED_DATA_TYPES],
+        "data_types": [short_name(t) for t in DML_TENSOR_DATA_TYPE
+                       if supports_data_type(t, default_level())],
         "operators": operators,
-        "operators_implemented": len(REGISTRY),
-        "operator_types": len(DML_OPERATOR_TYPE),
+        "operators_validated": sum(s.validated for s in REGISTRY.values()),
+        "operators_executable": sum(s.executable for s in REGISTRY.values()),
+        "operator_types": len(REGISTRY),
         "threads": numba.get_num_threads(),
         "threading_layer": numba.threading_layer(),
     }
@@ -165,10 +170,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     print("Feature levels emulated: " + ", ".join(info["feature_levels"])
           + f" (default {info['default_feature_level']})")
     print("Data types: " + ", ".join(info["data_types"]))
-    print(f"Operators: {info['operators_implemented']} of {info['operator_types']} implemented")
+    print(f"Operators: {info['operator_types']} known, {info['operators_validated']} validated, "
+          f"{info['operators_executable']} executable")
     for op in info["operators"]:
         since = level_name(parse_level(op["introduced"]))
-        print(f"  DML_OPERATOR_{op['operator']:<40} from {since}"
+        status = "executes" if op["executable"] else \
+            "validation only" if op["validated"] else "not yet known"
+        print(f"  DML_OPERATOR_{op['operator']:<44} from {since}  {status}"
               + (" (in-place)" if op["in_place"] else ""))
     print(f"Threads: {info['threads']} (numba threading layer: {info['threading_layer']})")
     return 0

@@ -39,18 +39,25 @@ from .binding import Bound, IDMLBindingTable, bind_owned, bind_resource, bind_te
 from .errors import DXGI_ERROR_DEVICE_REMOVED, DXGI_ERROR_UNSUPPORTED, S_OK, DMLError, invalid_arg
 from .execution import CommandList, InitializerDispatch, OperatorDispatch
 from .featurelevels import EMULATED_LEVELS, MAX_EMULATED, default_level, level_name, parse_level
-from .registry import OperatorSpec, validate_operator
+from .registry import OperatorSpec, not_executable, validate_operator
 from .validation import Tensor, Validated, fmt
 
 T = DML_TENSOR_DATA_TYPE
-# Data types CheckFeatureSupport reports as supported: all but the 4-bit ones (feature level 6_3).
-SUPPORTED_DATA_TYPES = frozenset(t for t in T if 1 <= t <= T.DML_TENSOR_DATA_TYPE_INT64)
+# Data types CheckFeatureSupport reports as supported: every type but the 4-bit ones, which
+# DML_FEATURE_LEVEL_6_3 added (FLOAT64 is a hardware option on a GPU; the CPU always has it).
+FOUR_BIT_TYPES = frozenset((T.DML_TENSOR_DATA_TYPE_UINT4, T.DML_TENSOR_DATA_TYPE_INT4))
+
+
+def supports_data_type(data_type: int, level: int) -> bool:
+    if data_type in FOUR_BIT_TYPES:
+        return level >= DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_6_3
+    return data_type != T.DML_TENSOR_DATA_TYPE_UNKNOWN
 
 
 def DMLCreateDevice(d3d12Device: Any = None,
                     flags: int = DML_CREATE_DEVICE_FLAGS.DML_CREATE_DEVICE_FLAG_NONE
                     ) -> IDMLDevice:
-    """Create a device emulating $DML_EMULATOR_FEATURE_LEVEL (default DML_FEATURE_LEVEL_4_0)."""
+    """Create a device emulating $DML_EMULATOR_FEATURE_LEVEL (default DML_FEATURE_LEVEL_6_4)."""
     return DMLCreateDevice1(d3d12Device, flags, DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_1_0)
 
 
@@ -138,7 +145,8 @@ class IDMLDevice:
         if not isinstance(dt, int) or dt not in T._value2member_map_ or dt == 0:
             raise invalid_arg(f"CheckFeatureSupport: DataType = {fmt(dt)} is not a valid "
                               "DML_TENSOR_DATA_TYPE")
-        return DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT(IsSupported=dt in SUPPORTED_DATA_TYPES)
+        return DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT(
+            IsSupported=supports_data_type(dt, self._level))
 
     def _query_levels(self, query: Any) -> DML_FEATURE_DATA_FEATURE_LEVELS:
         if not isinstance(query, DML_FEATURE_QUERY_FEATURE_LEVELS):
@@ -180,6 +188,8 @@ class IDMLDevice:
         if not isinstance(flags, int) or int(flags) & ~all_flags:
             raise invalid_arg(f"CompileOperator: flags = {fmt(flags)} is invalid: not a "
                               "combination of DML_EXECUTION_FLAGS")
+        if not op.spec.executable:
+            raise not_executable(op.spec, self._level)
         return IDMLCompiledOperator(op, DML_EXECUTION_FLAGS(int(flags)))
 
     def CreateOperatorInitializer(self, operators: Sequence[IDMLCompiledOperator] | None = None
@@ -226,7 +236,8 @@ class IDMLOperator:
         self._device = device
         self.spec = spec
         self.validated = validated
-        self.plan = spec.module.plan(validated.values)
+        # The kernel plan, built once; None for an operator that is valid but not executable.
+        self.plan: Any = spec.module.plan(validated.values) if spec.module is not None else None
 
     @property
     def name(self) -> str:

@@ -9,6 +9,8 @@ operator needs no change here.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import re
 import statistics
@@ -22,7 +24,6 @@ from typing import IO, Any
 import numpy as np
 
 from descriptors import (
-    DML_AXIS_DIRECTION,
     DML_BINDING_DESC,
     DML_BINDING_TABLE_DESC,
     DML_BINDING_TYPE,
@@ -32,10 +33,12 @@ from descriptors import (
     DML_EXECUTION_FLAGS,
     DML_OPERATOR_DESC,
     DML_OPERATOR_TYPE,
+    DML_SCALAR_UNION,
     DML_TENSOR_DATA_TYPE,
     DML_TENSOR_DESC,
     DML_TENSOR_FLAGS,
     DML_TENSOR_TYPE,
+    ENUMS,
     NUMPY_DTYPE,
     OPERATOR_DESC_CLASSES,
     SCHEMA,
@@ -45,12 +48,14 @@ from descriptors import (
     parse_enum,
     schema,
 )
+from descriptors.structs import GENERIC_STRUCTS
 
 from .device import IDMLCompiledOperator, IDMLDevice
 from .execution import CommandList, CommandQueue
-from .registry import REGISTRY, not_implemented
 from .resources import Buffer
 
+DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
+DML_SIZE_2D = GENERIC_STRUCTS["DML_SIZE_2D"]
 OTHER_DISPATCHABLES = ("hlsl", "onnx", "dmlSerializedGraph")
 
 
@@ -271,25 +276,71 @@ def tensor_desc_from_json(value: Any, where: str) -> DML_TENSOR_DESC:
         GuaranteedBaseOffsetAlignment=opt_int("GuaranteedBaseOffsetAlignment") or 0))
 
 
+def _bool(value: Any, where: str) -> bool:
+    _expect(isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)), where,
+            "true or false", value)
+    return bool(value)
+
+
+def _scalar_union(value: Any, where: str) -> Any:
+    """A number (read as the member the companion DataType field names) or ``{"Int32": 5}``."""
+    if isinstance(value, dict):
+        names = {f.name for f in dataclasses.fields(DML_SCALAR_UNION)}
+        _no_unknown(value, names, where, "DML_SCALAR_UNION")
+        members: dict[str, Any] = {k: _number(v, f"{where}.{k}") if k != "Bytes" else
+                                   _array(v, f"{where}.Bytes", _int) for k, v in value.items()}
+        return DML_SCALAR_UNION(**members)
+    return _number(value, where)
+
+
+def _array(value: Any, where: str, item: Callable[[Any, str], Any]) -> tuple:
+    _expect(isinstance(value, list), where, "an array", value)
+    return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _pair(struct: Any, reader: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """A two-member struct (DML_SCALE_BIAS, DML_SIZE_2D) as an object of its fields."""
+    names = [f.name for f in dataclasses.fields(struct)]
+
+    def read(value: Any, where: str) -> Any:
+        obj = _object(value, where)
+        _no_unknown(obj, set(names), where, struct.__name__)
+        for n in names:
+            if n not in obj:
+                raise ModelError(f"{where}: {n} is required by {struct.__name__}")
+        return struct(**{n: reader(obj[n], f"{where}.{n}") for n in names})
+
+    return read
+
+
+def _fused(value: Any, where: str) -> DML_OPERATOR_DESC:
+    return operator_desc_from_json(value, where, fused=True)
+
+
+def _float(value: Any, where: str) -> float:
+    return float(_number(value, where))
+
+
+# How a model file writes each field type (descriptors.schema); enums are read by name.
+_JSON_READERS: dict[str, Callable[[Any, str], Any]] = {
+    schema.TENSOR: lambda v, w: tensor_desc_from_json(v, w),
+    schema.TENSOR_ARRAY: lambda v, w: _array(v, w, tensor_desc_from_json),
+    schema.OPERATOR_DESC: _fused,
+    schema.OPERATOR_DESC_ARRAY: lambda v, w: _array(v, w, _fused),
+    schema.UINT: _int, schema.INT: _int, schema.UINT64: _int,
+    schema.FLOAT: _float, schema.BOOL: _bool,
+    schema.UINT_ARRAY: lambda v, w: _array(v, w, _int),
+    schema.INT_ARRAY: lambda v, w: _array(v, w, _int),
+    schema.FLOAT_ARRAY: lambda v, w: _array(v, w, _float),
+    schema.SCALE_BIAS: _pair(DML_SCALE_BIAS, _float),
+    schema.SIZE_2D: _pair(DML_SIZE_2D, _int),
+    schema.SCALAR_UNION: _scalar_union,
+    **{e.__name__: functools.partial(_enum, e) for e in ENUMS},
+}
+
+
 def _field_value(f: Field, value: Any, where: str) -> Any:
-    if f.is_tensor:
-        return tensor_desc_from_json(value, where)
-    if f.ctype == schema.OPERATOR_DESC:
-        return operator_desc_from_json(value, where, fused=True)
-    if f.is_array:
-        _expect(isinstance(value, list), where, "an array", value)
-        return tuple(_field_value(Field(f.name, f.kind, f.ctype), v, f"{where}[{i}]")
-                     for i, v in enumerate(value))
-    if f.ctype in (schema.UINT, schema.INT):
-        return _int(value, where)
-    if f.ctype == schema.FLOAT:
-        return float(_number(value, where))
-    if f.ctype == schema.BOOL:
-        _expect(isinstance(value, bool), where, "true or false", value)
-        return value
-    if f.ctype == schema.AXIS_DIRECTION:
-        return _enum(DML_AXIS_DIRECTION, value, where)
-    raise ModelError(f"{where}: unsupported field type {f.ctype}")  # pragma: no cover
+    return _JSON_READERS[f.type](value, where)
 
 
 def _desc_fields(sch: OperatorSchema, obj: dict, where: str, fused: bool) -> dict[str, Any]:
@@ -311,8 +362,8 @@ def operator_desc_from_json(value: Any, where: str, fused: bool = False) -> DML_
         raise ModelError(f"{where}: Type is required")
     op = operator_type(obj["Type"], f"{where}.Type")
     sch = SCHEMA.get(op)
-    if sch is None or (op not in REGISTRY and not fused):
-        raise ModelError(f"{where}.Type: {not_implemented(op)}")
+    if sch is None:
+        raise ModelError(f"{where}.Type: {op.name} has no desc struct")
     fields = {k: v for k, v in obj.items() if k != "Type"}
     if "Desc" in fields:
         fields = _object(fields["Desc"], f"{where}.Desc")
@@ -341,9 +392,9 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
     if "type" not in obj:
         raise ModelError(f"{where}: type is required")
     op = operator_type(obj["type"], f"{where}.type")
-    if op not in REGISTRY:
-        raise ModelError(f"{where}.type: {not_implemented(op)}")
-    sch = SCHEMA[op]
+    sch = SCHEMA.get(op)
+    if sch is None:
+        raise ModelError(f"{where}.type: {op.name} is not an operator with a desc struct")
     key = "desc" if "desc" in obj else "Desc" if "Desc" in obj else None
     if key is not None:
         fields, fwhere = _object(obj[key], f"{where}.{key}"), f"{where}.{key}"

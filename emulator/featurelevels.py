@@ -9,13 +9,11 @@ from descriptors import DML_FEATURE_LEVEL
 
 FL = DML_FEATURE_LEVEL
 
-# Levels a device can emulate (the issue's range); validation tables may know later levels too.
-EMULATED_LEVELS: tuple[DML_FEATURE_LEVEL, ...] = (
-    FL.DML_FEATURE_LEVEL_1_0, FL.DML_FEATURE_LEVEL_2_0, FL.DML_FEATURE_LEVEL_2_1,
-    FL.DML_FEATURE_LEVEL_3_0, FL.DML_FEATURE_LEVEL_3_1, FL.DML_FEATURE_LEVEL_4_0,
-)
-MAX_EMULATED = EMULATED_LEVELS[-1]
+# Every level of DirectML.h, 1_0 (DirectML 1.0) to 6_4 (DirectML 1.15, the last: DirectML is in
+# maintenance mode); a device can emulate any of them.
 ALL_LEVELS: tuple[DML_FEATURE_LEVEL, ...] = tuple(sorted(FL))
+EMULATED_LEVELS = ALL_LEVELS
+MAX_EMULATED = EMULATED_LEVELS[-1]
 ENV_VAR = "DML_EMULATOR_FEATURE_LEVEL"
 
 
@@ -57,6 +55,7 @@ def parse_level(text: str | int) -> DML_FEATURE_LEVEL:
 
 
 def default_level() -> DML_FEATURE_LEVEL:
-    """The level a device emulates when none is asked for: $DML_EMULATOR_FEATURE_LEVEL or 4_0."""
+    """The level a device emulates when none is asked for: $DML_EMULATOR_FEATURE_LEVEL or 6_4,
+    the level of today's DirectML redistributable."""
     env = os.environ.get(ENV_VAR)
     return parse_level(env) if env else MAX_EMULATED

@@ -1,113 +1,150 @@
-"""The operator registry: the one table of what the emulator implements.
+"""The operator registry: every DirectML operator type, what validates it and what executes it.
 
-``REGISTRY`` maps each implemented DML_OPERATOR_TYPE to its ``OperatorSpec``: the module holding its
-support table, rules, kernel plan and NumPy reference (``emulator.ops``), the feature level that
-introduced it, and whether an input and an output may share one resource region (in-place).
-``validate_operator`` runs the whole validation path that ``CreateOperator`` and
-``min_feature_level`` share.
+``REGISTRY`` maps each of the 177 ``DML_OPERATOR_TYPE``s to its ``OperatorSpec``: its schema (the
+generated fields), its support tables and rules (``emulator.support``: the Availability level, the
+"Tensor support" bands, the "must have the same" constraints, the rules the tables cannot say) and,
+where the emulator can run it, the module that plans and references it (``emulator.ops``). An
+operator without such a module is *valid but not executable*: CreateOperator judges it exactly,
+CompileOperator fails with E_NOTIMPL. ``validate_operator`` is the one validation path that
+``CreateOperator``, ``min_feature_level`` and ``dml-emulator check`` share.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMA, OperatorSchema
+from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMAS, OperatorSchema
 
-from .activations import BY_OPERATOR
-from .errors import invalid_arg
+from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
+from .fieldtypes import check_fields
 from .ops import activation, mvn, mvn1, prelu, qlmm, slice1, softmax, top_k, top_k1
 from .ops import slice as slice0
-from .validation import Band, Context, Validated, check_fields, check_support, unwrap_operator_desc
+from .support.loader import SUPPORT, OperatorSupport
+from .validation import Band, Context, Validated, check_support, fmt, same, unwrap_operator_desc
 
 OP = DML_OPERATOR_TYPE
 FL = DML_FEATURE_LEVEL
+
+# The operators with a CPU kernel: each module has plan and reference, and validate for the
+# rules its support entry does not name (see ops/__init__.py). The activation and softmax modules
+# are generated per operator from their tables.
+EXECUTABLE: dict[DML_OPERATOR_TYPE, Any] = {
+    OP.DML_OPERATOR_SLICE: slice0, OP.DML_OPERATOR_SLICE1: slice1,
+    OP.DML_OPERATOR_TOP_K: top_k, OP.DML_OPERATOR_TOP_K1: top_k1,
+    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION: mvn,
+    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1: mvn1,
+    OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: qlmm,
+    OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: prelu,
+    **{op: activation.module(op) for op in activation.BY_OPERATOR},
+    **{op: softmax.module(op) for op in softmax.OPERATORS},
+}
 
 
 @dataclass(frozen=True)
 class OperatorSpec:
     operator: DML_OPERATOR_TYPE
-    # An ops/ module, or a module-like namespace generated from a table (activations): it has
-    # SUPPORT, validate, plan and reference.
-    module: Any
-    introduced: DML_FEATURE_LEVEL
-    in_place: bool = False
+    schema: OperatorSchema
+    support_entry: OperatorSupport | None  # None: no support table known (not even validated)
+    module: Any | None  # the ops module when executable
 
     @property
-    def schema(self) -> OperatorSchema:
-        return SCHEMA[self.operator]
+    def executable(self) -> bool:
+        return self.module is not None
+
+    @property
+    def validated(self) -> bool:
+        return self.support_entry is not None or hasattr(self.module, "SUPPORT")
+
+    @property
+    def introduced(self) -> DML_FEATURE_LEVEL:
+        """The level of the page's Availability line (the header's block when no page says)."""
+        if self.support_entry is not None:
+            return self.support_entry.available
+        return getattr(self.module, "INTRODUCED", self.schema.introduced)
+
+    @property
+    def in_place(self) -> bool:
+        """Whether an output may alias an input: DirectML's schema flag."""
+        return self.schema.in_place
 
     @property
     def support(self) -> tuple[Band, ...]:
-        return tuple(self.module.SUPPORT)
+        if self.support_entry is not None:
+            return self.support_entry.bands
+        return tuple(getattr(self.module, "SUPPORT", ()))
 
 
 REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
-    OP.DML_OPERATOR_SLICE: OperatorSpec(OP.DML_OPERATOR_SLICE, slice0, FL.DML_FEATURE_LEVEL_1_0),
-    OP.DML_OPERATOR_SLICE1: OperatorSpec(OP.DML_OPERATOR_SLICE1, slice1, FL.DML_FEATURE_LEVEL_2_1),
-    OP.DML_OPERATOR_TOP_K: OperatorSpec(OP.DML_OPERATOR_TOP_K, top_k, FL.DML_FEATURE_LEVEL_2_0),
-    OP.DML_OPERATOR_TOP_K1: OperatorSpec(OP.DML_OPERATOR_TOP_K1, top_k1, FL.DML_FEATURE_LEVEL_2_1),
-    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION: OperatorSpec(
-        OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION, mvn, FL.DML_FEATURE_LEVEL_1_0),
-    OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1: OperatorSpec(
-        OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1, mvn1, FL.DML_FEATURE_LEVEL_2_1),
-    OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: OperatorSpec(
-        OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY, qlmm, FL.DML_FEATURE_LEVEL_2_1),
-    OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: OperatorSpec(
-        OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU, prelu, FL.DML_FEATURE_LEVEL_1_0,
-        in_place=True),
-    # Activations in the one activation table (emulator/activations.py); all run in place.
-    **{op: OperatorSpec(op, activation.module(op), BY_OPERATOR[op].introduced, in_place=True)
-       for op in (OP.DML_OPERATOR_ACTIVATION_ELU, OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID,
-                  OP.DML_OPERATOR_ACTIVATION_IDENTITY, OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU,
-                  OP.DML_OPERATOR_ACTIVATION_LINEAR, OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS,
-                  OP.DML_OPERATOR_ACTIVATION_RELU, OP.DML_OPERATOR_ACTIVATION_SCALED_ELU,
-                  OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, OP.DML_OPERATOR_ACTIVATION_SIGMOID,
-                  OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, OP.DML_OPERATOR_ACTIVATION_SOFTSIGN,
-                  OP.DML_OPERATOR_ACTIVATION_TANH, OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU,
-                  OP.DML_OPERATOR_ACTIVATION_SHRINK, OP.DML_OPERATOR_ACTIVATION_CELU,
-                  OP.DML_OPERATOR_ACTIVATION_GELU)},
-    **{op: OperatorSpec(op, softmax.module(op), FL.DML_FEATURE_LEVEL_1_0, in_place=True)
-       for op in (OP.DML_OPERATOR_ACTIVATION_SOFTMAX, OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX,
-                  OP.DML_OPERATOR_ACTIVATION_HARDMAX)},
+    s.operator: OperatorSpec(s.operator, s, SUPPORT.get(s.operator), EXECUTABLE.get(s.operator))
+    for s in SCHEMAS
 }
 
 
-def not_implemented(op_type: DML_OPERATOR_TYPE) -> str:
-    return (f"{op_type.name} is not implemented by dml-emulator (implemented: "
-            + ", ".join(op.name for op in REGISTRY) + ")")
+def not_executable(spec: OperatorSpec, level: int) -> DMLError:
+    return DMLError(E_NOTIMPL, f"{spec.operator.name} is valid at {level_name(level)} but not yet "
+                    "executable by dml-emulator (run 'dml-emulator info' for what executes)")
 
 
 def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:
-    """The spec of an operator the emulator implements and the level has; else E_INVALIDARG."""
-    spec = REGISTRY.get(op_type)
-    if spec is None:
-        raise invalid_arg(not_implemented(op_type))
+    """The spec of an operator the level has; else E_INVALIDARG naming the level that has it."""
+    spec = REGISTRY[op_type]
+    if not spec.validated:
+        raise DMLError(E_NOTIMPL, f"{op_type.name}: dml-emulator does not know this operator's "
+                       "support tables yet, so it cannot validate it")
     if spec.introduced > level:
         raise invalid_arg(
             f"{op_type.name} was introduced in {level_name(spec.introduced)}; this device "
-            f"emulates {level_name(level)}")
+            f"emulates {level_name(level)}. {level_name(spec.introduced)} or later allows it.")
     return spec
 
 
+def _check_same(ctx: Context, entry: OperatorSupport, values: SimpleNamespace) -> None:
+    for rule in entry.same:
+        present = [(n, getattr(values, n)) for n in rule.tensors if getattr(values, n) is not None]
+        for what in rule.what:
+            attr = {"DataType": "data_type", "DimensionCount": "dim_count", "Sizes": "sizes"}[what]
+            for (a, ta), (b, tb) in itertools.pairwise(present):
+                same(ctx, a, b, what, getattr(ta, attr), getattr(tb, attr))
+
+
+def _check_enum_levels(ctx: Context, entry: OperatorSupport, values: SimpleNamespace) -> None:
+    for field, levels in entry.enum_levels.items():
+        value = getattr(values, field)
+        needed = levels.get(getattr(value, "name", ""))
+        if needed is not None and needed > ctx.level:
+            ctx.fail(field, value, f"{fmt(value)} is accepted from {level_name(needed)}", needed)
+
+
 def validate_operator(desc: Any, level: int) -> tuple[OperatorSpec, Validated]:
-    """Normalise and validate an operator desc at ``level``: DMLError (E_INVALIDARG) if invalid."""
+    """Normalise and validate an operator desc at ``level``: DMLError (E_INVALIDARG) if invalid.
+
+    Order: the fields' C types; the executable module's own rules; the "same" constraints; the
+    support bands (tensor ranks and data types, naming the first level that would accept a
+    rejected tensor); enum values by level; the page's other rules (which may then rely on the
+    ranks the bands allow)."""
     op_type, inner = unwrap_operator_desc(desc)
     spec = spec_for(op_type, level)
     ctx = Context(op_type, level)
     values = check_fields(ctx, spec.schema, inner)
-    # The operator's own rules first: when they fail, no feature level would help, so the
-    # support tables' "X or later allows it" hint is only given when it is true.
-    spec.module.validate(ctx, values)
+    if spec.module is not None and hasattr(spec.module, "validate"):
+        spec.module.validate(ctx, values)
+    entry = spec.support_entry
+    if entry is not None:
+        _check_same(ctx, entry, values)
     check_support(ctx, spec.support, spec.schema, values)
+    if entry is not None:
+        _check_enum_levels(ctx, entry, values)
+        for rule in entry.rules:
+            rule(ctx, values)
     return spec, Validated(op_type, spec.schema, level, values)
 
 
 def min_feature_level(operator_desc: Any) -> DML_FEATURE_LEVEL | None:
-    """The lowest feature level the emulator knows at which the desc is valid; None if none."""
-    from .errors import DMLError
-
+    """The lowest feature level (1_0 … 6_4) at which the desc is valid; None if at none."""
     for level in ALL_LEVELS:
         try:
             validate_operator(operator_desc, level)

@@ -9,8 +9,8 @@ holds only what every operator shares.
 
 from __future__ import annotations
 
+import enum
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -19,7 +19,6 @@ from typing import Any, NoReturn
 import numpy as np
 
 from descriptors import (
-    DML_AXIS_DIRECTION,
     DML_BUFFER_TENSOR_DESC,
     DML_FEATURE_LEVEL,
     DML_OPERATOR_DESC,
@@ -33,7 +32,6 @@ from descriptors import (
     NUMPY_DTYPE,
     SCHEMA,
     DMLCalcBufferTensorSize,
-    Field,
     OperatorSchema,
     schema,
 )
@@ -50,8 +48,7 @@ OWNED_BY_DML = DML_TENSOR_FLAGS.DML_TENSOR_FLAG_OWNED_BY_DML
 
 def fmt(value: Any) -> str:
     """A value as an error message shows it: enums by C name, arrays as {1, 2, 3}."""
-    if isinstance(value, (DML_TENSOR_DATA_TYPE, DML_OPERATOR_TYPE, DML_FEATURE_LEVEL,
-                          DML_AXIS_DIRECTION, DML_TENSOR_TYPE)):
+    if isinstance(value, enum.Enum) and value.name is not None:
         return str(value.name)
     if isinstance(value, (tuple, list)):
         return "{" + ", ".join(fmt(v) for v in value) + "}"
@@ -59,6 +56,8 @@ def fmt(value: Any) -> str:
         return "null"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, (int, np.integer)) and abs(int(value)) >= 10**30:
+        return f"an integer of {int(value).bit_length()} bits"  # str() refuses > 4300 digits
     return str(value) if isinstance(value, (int, np.integer, str)) else type(value).__name__
 
 
@@ -297,52 +296,6 @@ def self_overlap(sizes: Sequence[int], strides: Sequence[int]
             tuple(int(v) for v in np.unravel_index(j, sizes)))
 
 
-def check_attribute(ctx: Context, f: Field, value: Any) -> Any:
-    if f.ctype in (schema.UINT, schema.INT):
-        lo, hi = (0, UINT32_MAX) if f.ctype == schema.UINT else (INT32_MIN, INT32_MAX)
-        return check_int(ctx, f.name, value, lo, hi, f.ctype)
-    if f.ctype == schema.FLOAT:
-        if not isinstance(value, (numbers.Real, np.floating)) or isinstance(value, bool):
-            ctx.fail(f.name, value, "a FLOAT must be a real number")
-        return float(np.float32(value))  # C FLOAT: float32
-    if f.ctype == schema.BOOL:
-        if not isinstance(value, (bool, np.bool_)) and not (is_int(value) and value in (0, 1)):
-            ctx.fail(f.name, value, "a BOOL must be true or false")
-        return bool(value)
-    if f.ctype == schema.AXIS_DIRECTION:
-        if not is_int(value) or int(value) not in DML_AXIS_DIRECTION._value2member_map_:
-            ctx.fail(f.name, value, "must be DML_AXIS_DIRECTION_INCREASING or _DECREASING")
-        return DML_AXIS_DIRECTION(value)
-    return value  # OPERATOR_DESC: judged by the operator's own rules
-
-
-def check_fields(ctx: Context, sch: OperatorSchema, desc: Any) -> SimpleNamespace:
-    """Schema-driven checks of every field; returns the normalised values by field name."""
-    out: dict[str, Any] = {}
-    for f in sch.fields:  # count fields first, so arrays can be checked against them
-        if f.is_count:
-            value = getattr(desc, f.name)
-            if value is None:
-                ctx.fail(f.name, value, "a count field must be given (or derived from its arrays)")
-            out[f.name] = check_int(ctx, f.name, value, 0, UINT32_MAX, "UINT")
-    for f in sch.fields:
-        if f.is_count:
-            continue
-        value = getattr(desc, f.name)
-        if value is None:
-            if not f.optional:
-                ctx.fail(f.name, value, "this field is required")
-            out[f.name] = None
-        elif f.is_tensor:
-            out[f.name] = check_tensor(ctx, f.name, value, is_output=f.kind == "output")
-        elif f.is_array:
-            assert f.count is not None
-            out[f.name] = check_array(ctx, f.name, value, out[f.count], f.ctype)
-        else:
-            out[f.name] = check_attribute(ctx, f, value)
-    return SimpleNamespace(**out)
-
-
 def _allowed(band: Band | None, field: str, t: Tensor) -> tuple[bool, bool]:
     if band is None or field not in band.tensors:
         return False, False
@@ -425,5 +378,5 @@ def same(ctx: Context, a: str, b: str, what: str, va: Any, vb: Any) -> None:
                  f"({a}.{what} is {fmt(va)})")
 
 
-__all__ = ["Band", "Context", "DMLError", "Tensor", "Validated", "band_at", "check_fields",
-           "check_support", "fmt", "packed_strides", "same", "unwrap_operator_desc"]
+__all__ = ["Band", "Context", "DMLError", "Tensor", "Validated", "band_at", "check_support", "fmt",
+           "packed_strides", "same", "unwrap_operator_desc"]

@@ -47,10 +47,11 @@ def test_upstream_slice_prints_what_dxdispatch_prints(capsys):
     ("dml_element_wise_add1.json", "DML_OPERATOR_ELEMENT_WISE_ADD1"),
     ("dml_owned_tensors.json", "DML_OPERATOR_ELEMENT_WISE_ADD"),
 ])
-def test_upstream_models_with_unimplemented_operators(capsys, model, operator):
+def test_upstream_models_with_operators_not_yet_executable(capsys, model, operator):
     code, out, err = run(capsys, "run", UPSTREAM / model)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and f"{operator} is not implemented by dml-emulator" in err
+    assert err.count("\n") == 1 and "E_NOTIMPL" in err
+    assert f"{operator} is valid at DML_FEATURE_LEVEL_6_4 but not yet executable" in err
 
 
 def test_iterations_print_a_timing_line(capsys):
@@ -94,7 +95,8 @@ def test_check_reports_the_lowest_level(capsys, tmp_path):
     assert (code, out) == (0, "s: SLICE1 is valid from DML_FEATURE_LEVEL_3_0\n")
     code, out, _ = run(capsys, "check", UPSTREAM / "dml_slice.json", "--json")
     assert code == 0 and json.loads(out)["dispatchables"] == [
-        {"dispatchable": "slice", "operator": "SLICE", "min_feature_level": "1_0"}]
+        {"dispatchable": "slice", "operator": "SLICE", "executable": True,
+         "min_feature_level": "1_0"}]
     for example, level in [("slice1_reverse_subsample", "2_1"), ("activation_elu_float16", "3_0"),
                            ("top_k1_smallest", "3_1"), ("mvn1_fused_leaky_relu", "2_1")]:
         code, out, _ = run(capsys, "check", ROOT / "examples" / f"{example}.json")
@@ -113,11 +115,15 @@ def test_check_reports_the_lowest_level(capsys, tmp_path):
 
 def test_info(capsys):
     code, out, _ = run(capsys, "info")
-    assert code == 0 and "Feature levels emulated: 1_0, 2_0, 2_1, 3_0, 3_1, 4_0" in out
+    assert code == 0 and ("Feature levels emulated: 1_0, 2_0, 2_1, 3_0, 3_1, 4_0, 4_1, 5_0, 5_1, "
+                          "5_2, 6_0, 6_1, 6_2, 6_3, 6_4 (default 6_4)") in out
     assert "DML_OPERATOR_SLICE1" in out and "Threads:" in out
+    assert "Operators: 177 known, " in out
     code, out, _ = run(capsys, "info", "--json")
     info = json.loads(out)
-    assert info["operator_types"] == 178 and info["threads"] >= 1
+    assert info["operator_types"] == 177 and info["threads"] >= 1
+    assert info["operators_executable"] == sum(o["executable"] for o in info["operators"]) >= 28
+    assert "UINT4" in info["data_types"]
     assert {o["operator"] for o in info["operators"]} >= {"SLICE", "SLICE1"}
 
 

@@ -35,10 +35,10 @@ def copy_op(i, o=None, n=None):
 
 
 # -- creation ----------------------------------------------------------------------------------
-def test_default_level_is_4_0(monkeypatch):
+def test_default_level_is_6_4(monkeypatch):
     monkeypatch.delenv("DML_EMULATOR_FEATURE_LEVEL", raising=False)
-    assert DMLCreateDevice().feature_level == DML_FEATURE_LEVEL_4_0
-    assert DMLCreateDevice1().feature_level == DML_FEATURE_LEVEL_4_0
+    assert DMLCreateDevice().feature_level == DML_FEATURE_LEVEL_6_4
+    assert DMLCreateDevice1().feature_level == DML_FEATURE_LEVEL_6_4
 
 
 @pytest.mark.parametrize("text", ["3_1", "3.1", "0x3100", "DML_FEATURE_LEVEL_3_1"])
@@ -55,15 +55,13 @@ def test_bad_env_variable_is_a_clear_error(monkeypatch):
     assert info.value.hresult == E_INVALIDARG
 
 
-@pytest.mark.parametrize("level", ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0"])
+@pytest.mark.parametrize("level", ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1",
+                                   "5_2", "6_0", "6_1", "6_2", "6_3", "6_4"])
 def test_every_emulated_level(level):
     assert DMLCreateDevice1(feature_level=level).feature_level.name.endswith(level)
 
 
-def test_levels_beyond_the_emulator_and_minimum_levels():
-    with pytest.raises(DMLError, match="DML_FEATURE_LEVEL_5_0 is not emulated") as info:
-        DMLCreateDevice1(feature_level="5_0")
-    assert info.value.hresult == DXGI_ERROR_UNSUPPORTED and info.value.name == "DXGI_ERROR_UNSUPPORTED"
+def test_minimum_levels_and_flags():
     with pytest.raises(DMLError, match="minimumFeatureLevel = DML_FEATURE_LEVEL_3_1 is higher") as info:
         DMLCreateDevice1(None, DML_CREATE_DEVICE_FLAG_NONE, DML_FEATURE_LEVEL_3_1, feature_level="3_0")
     assert info.value.hresult == DXGI_ERROR_UNSUPPORTED
@@ -125,12 +123,17 @@ def test_data_type_support_query():
 
 
 # -- CreateOperator errors ---------------------------------------------------------------------
-def test_unimplemented_operator_is_named():
+def test_a_valid_operator_without_a_kernel_fails_at_compile_with_e_notimpl():
     dev = DMLCreateDevice1()
-    with pytest.raises(DMLError, match="DML_OPERATOR_ELEMENT_WISE_ADD is not implemented by "
-                                       "dml-emulator") as info:
+    t = desc(F32, [2, 3])
+    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(t, t, t)))
+    with pytest.raises(DMLError, match="DML_OPERATOR_ELEMENT_WISE_ADD is valid at "
+                                       "DML_FEATURE_LEVEL_6_4 but not yet executable") as info:
+        dev.CompileOperator(op)
+    assert info.value.hresult == 0x80004001 and info.value.name == "E_NOTIMPL"
+    assert dev.GetDeviceRemovedReason() == 0  # an HRESULT-returning call: the device stays
+    with pytest.raises(DMLError, match="must be a DML_ELEMENT_WISE_ADD_OPERATOR_DESC, not object"):
         dev.CreateOperator(DML_OPERATOR_DESC(Type=DML_OPERATOR_ELEMENT_WISE_ADD, Desc=object()))
-    assert info.value.hresult == E_INVALIDARG
 
 
 @pytest.mark.parametrize("op,text", [

@@ -332,6 +332,7 @@ def test_registry_specs_agree_with_the_schema():
         tensor_fields = {f.name for f in spec.schema.fields if f.is_tensor}
         for band in spec.support:
             assert set(band.tensors) == tensor_fields, (op.name, band.level)
-        for name in ("validate", "plan", "reference"):
-            assert callable(getattr(spec.module, name)), (op.name, name)
-        assert spec.module.__doc__, f"{op.name}: operator modules carry a docstring"
+        if spec.executable:
+            for name in ("plan", "reference"):
+                assert callable(getattr(spec.module, name)), (op.name, name)
+            assert spec.module.__doc__, f"{op.name}: operator modules carry a docstring"

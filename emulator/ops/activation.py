@@ -18,16 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from descriptors import (
-    DML_FEATURE_LEVEL,
-    DML_OPERATOR_DESC,
-    DML_OPERATOR_TYPE,
-    SCHEMA,
-)
+from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE
 
 from ..activations import BY_OPERATOR, Activation, params_of
+from ..fieldtypes import FusedActivation
 from ..plan import UnaryPlan
-from ..validation import Band, Context, check_attribute, fmt, same
+from ..validation import Band, Context, same
 from .common import DIMS_1_8, DIMS_4, DIMS_4_5, FL, FLOAT16, FLOAT32, ieee_reference
 
 FLOATS = (FLOAT32, FLOAT16)
@@ -60,48 +56,15 @@ def check_attributes(ctx: Context, act: Activation, values: Any) -> None:
                      FL.DML_FEATURE_LEVEL_6_4)
 
 
-def check_fused(ctx: Context, value: Any) -> tuple[Activation, tuple[float, float]] | None:
-    """Validate a host's FusedActivation; returns the activation and its (p0, p1), or None."""
+def check_fused(ctx: Context, value: FusedActivation | None
+                ) -> tuple[Activation, tuple[float, float]] | None:
+    """A host's validated FusedActivation (``emulator.fused``) → the activation and its
+    (p0, p1) for the kernels, after the activation's own attribute rules; None if absent."""
     if value is None:
         return None
-    if isinstance(value, DML_OPERATOR_DESC):
-        op_type, inner = value.Type, value.Desc
-    elif hasattr(type(value), "OPERATOR_TYPE"):
-        op_type, inner = type(value).OPERATOR_TYPE, value
-    else:
-        ctx.fail("FusedActivation", type(value).__name__,
-                 "must be a DML_OPERATOR_DESC of a fusable activation")
-    act = BY_OPERATOR.get(op_type)  # type: ignore[call-overload]
-    if act is None or act.fusable_from is None:
-        fusable = ", ".join(a.name for a in BY_OPERATOR.values() if a.fusable_from)
-        ctx.fail("FusedActivation.Type", _name(op_type),
-                 f"the activations that can be fused are {fusable}")
-    if act.fusable_from > ctx.level:
-        ctx.fail("FusedActivation.Type", act.operator, "this activation can be fused only from "
-                 f"{act.fusable_from.name}", act.fusable_from)
-    schema = SCHEMA[act.operator]
-    if getattr(type(inner), "OPERATOR_TYPE", None) != act.operator:
-        ctx.fail("FusedActivation.Desc", type(inner).__name__, f"must be a {schema.struct_name}")
-    inner_ctx = Context(ctx.operator, ctx.level, "FusedActivation.Desc.")
-    for f in schema.fields:
-        value = getattr(inner, f.name)
-        if f.is_tensor:
-            if value is not None:
-                inner_ctx.fail(f.name, "a tensor desc", "a fused activation's tensors must be null")
-            continue
-        if value is None:
-            inner_ctx.fail(f.name, value, "this field is required")
-        setattr(inner_ctx, f.name, check_attribute(inner_ctx, f, value))
-    values = SimpleNamespace(**{f.name: getattr(inner_ctx, f.name) for f in schema.attributes})
-    check_attributes(inner_ctx, act, values)
-    return act, params_of(act, values)
-
-
-def _name(op_type: Any) -> str:
-    try:
-        return DML_OPERATOR_TYPE(op_type).name
-    except (ValueError, TypeError):
-        return fmt(op_type)
+    act = BY_OPERATOR[value.operator]
+    check_attributes(Context(ctx.operator, ctx.level, "FusedActivation.Desc."), act, value.values)
+    return act, params_of(act, value.values)
 
 
 def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:

@@ -27,6 +27,7 @@ from .common import FL, ieee_reference
 OP = DML_OPERATOR_TYPE
 MODES = {OP.DML_OPERATOR_ACTIVATION_SOFTMAX: 0, OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX: 1,
          OP.DML_OPERATOR_ACTIVATION_HARDMAX: 2}
+OPERATORS = tuple(MODES)
 
 
 def effective_rank(sizes: tuple[int, ...]) -> int:

@@ -16,6 +16,7 @@ from ..validation import Context
 from . import top_k1
 from .common import FL, FLOAT16, FLOAT32
 
+INTRODUCED = FL.DML_FEATURE_LEVEL_2_0  # the page's Availability (the header: 1_0)
 SUPPORT = top_k1.bands(FL.DML_FEATURE_LEVEL_2_0, (FLOAT32, FLOAT16))
 
 

@@ -1,0 +1,320 @@
+"""The field-type table: how every kind of operator-desc field is checked, normalised and read.
+
+One row per field type of the schema (``descriptors.schema.Field.type``): UINT, INT, UINT64, FLOAT,
+BOOL, every enum, UINT/INT/FLOAT arrays, tensors and tensor arrays, fused activations and their
+arrays, DML_SCALE_BIAS, DML_SIZE_2D and DML_SCALAR_UNION. ``check`` turns a Python value into the
+normalised value the rules see (docs/support-tables.md lists them) or fails with ``DMLError``
+naming the field: this is also where hostile input stops (huge ints, infinities in integer fields,
+wrong types). ``from_json`` reads the value as DxDispatch model files write it.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from descriptors import (
+    DML_OPERATOR_TYPE,
+    DML_SCALAR_UNION,
+    DML_TENSOR_DATA_TYPE,
+    ENUMS,
+    SCHEMA,
+    Field,
+    schema,
+)
+from descriptors.structs import GENERIC_STRUCTS
+
+from .validation import (
+    INT32_MAX,
+    INT32_MIN,
+    UINT32_MAX,
+    UINT64_MAX,
+    Context,
+    check_int,
+    check_tensor,
+    fmt,
+    is_int,
+)
+
+T = DML_TENSOR_DATA_TYPE
+DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
+DML_SIZE_2D = GENERIC_STRUCTS["DML_SIZE_2D"]
+ENUM_BY_NAME: dict[str, type[enum.IntEnum] | type[enum.IntFlag]] = {e.__name__: e for e in ENUMS}
+
+
+class ScaleBias(NamedTuple):
+    Scale: float
+    Bias: float
+
+
+class Size2D(NamedTuple):
+    Width: int
+    Height: int
+
+
+class FusedActivation(NamedTuple):
+    """A validated fused activation: its operator and its normalised attribute values."""
+
+    operator: DML_OPERATOR_TYPE
+    values: SimpleNamespace
+
+
+def check_float(ctx: Context, field: str, value: Any) -> float:
+    """A C FLOAT: any real number, rounded to float32 (beyond float32's range: ±inf, as in C)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating)):
+        ctx.fail(field, value, "a FLOAT must be a real number")
+    try:
+        f = float(value)
+    except (OverflowError, ValueError):
+        f = math.copysign(math.inf, value)  # an int too large for a double
+    with np.errstate(over="ignore"):
+        return float(np.float32(f))
+
+
+def check_bool(ctx: Context, field: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)) and not (is_int(value) and value in (0, 1)):
+        ctx.fail(field, value, "a BOOL must be true or false")
+    return bool(value)
+
+
+def check_enum(ctx: Context, field: str, value: Any, enum_type: Any) -> Any:
+    if not is_int(value) or int(value) not in enum_type._value2member_map_:
+        names = ", ".join(enum_type.__members__)
+        ctx.fail(field, value, f"must be a {enum_type.__name__} ({names})")
+    return enum_type(int(value))
+
+
+def _sequence(ctx: Context, f: Field, value: Any, count: int, what: str) -> tuple:
+    if not isinstance(value, (tuple, list)):
+        ctx.fail(f.name, value, f"must be an array of {count} {what}")
+    if len(value) != count:
+        ctx.fail(f.name, value, f"must hold exactly {count} values (its count field "
+                 f"{f.count} says {count})")
+    return tuple(value)
+
+
+INT_RANGES = {schema.UINT: (0, UINT32_MAX), schema.INT: (INT32_MIN, INT32_MAX),
+              schema.UINT64: (0, UINT64_MAX)}
+
+
+def _check_scalar_int(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> int:
+    lo, hi = INT_RANGES[f.type]
+    return check_int(ctx, f.name, value, lo, hi, f.type)
+
+
+def _check_int_array(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> tuple:
+    ctype = f.type.removesuffix("_ARRAY")
+    lo, hi = INT_RANGES[ctype]
+    items = _sequence(ctx, f, value, out[f.count or ""], f"{ctype} values")
+    return tuple(check_int(ctx, f"{f.name}[{i}]", v, lo, hi, ctype) for i, v in enumerate(items))
+
+
+def _check_float_array(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> tuple:
+    items = _sequence(ctx, f, value, out[f.count or ""], "FLOAT values")
+    return tuple(check_float(ctx, f"{f.name}[{i}]", v) for i, v in enumerate(items))
+
+
+def _check_tensor(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
+    return check_tensor(ctx, f.name, value, is_output=f.kind == "output")
+
+
+def _check_tensor_array(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> tuple:
+    items = _sequence(ctx, f, value, out[f.count or ""], "tensor descs")
+    for i, t in enumerate(items):
+        if t is None:
+            ctx.fail(f"{f.name}[{i}]", t, "every tensor of the array is required")
+    return tuple(check_tensor(ctx, f"{f.name}[{i}]", t, is_output=f.kind == "output")
+                 for i, t in enumerate(items))
+
+
+def _check_scale_bias(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> ScaleBias:
+    if not isinstance(value, DML_SCALE_BIAS):
+        ctx.fail(f.name, value, "must be a DML_SCALE_BIAS (or null)")
+    return ScaleBias(check_float(ctx, f"{f.name}.Scale", value.Scale),
+                     check_float(ctx, f"{f.name}.Bias", value.Bias))
+
+
+def _check_size_2d(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Size2D:
+    if not isinstance(value, DML_SIZE_2D):
+        ctx.fail(f.name, value, "must be a DML_SIZE_2D")
+    return Size2D(check_int(ctx, f"{f.name}.Width", value.Width, 0, UINT32_MAX, "UINT"),
+                  check_int(ctx, f"{f.name}.Height", value.Height, 0, UINT32_MAX, "UINT"))
+
+
+# The C members of DML_SCALAR_UNION (struct format, little-endian) and the member each data type
+# reads; FLOAT16 reads the union's first two bytes as a half.
+_UNION_MEMBERS = {"Int8": "<b", "UInt8": "<B", "Int16": "<h", "UInt16": "<H", "Int32": "<i",
+                  "UInt32": "<I", "Int64": "<q", "UInt64": "<Q", "Float32": "<f",
+                  "Float64": "<d"}
+_MEMBER_OF_TYPE = {T.DML_TENSOR_DATA_TYPE_INT8: "Int8", T.DML_TENSOR_DATA_TYPE_UINT8: "UInt8",
+                   T.DML_TENSOR_DATA_TYPE_INT16: "Int16", T.DML_TENSOR_DATA_TYPE_UINT16: "UInt16",
+                   T.DML_TENSOR_DATA_TYPE_INT32: "Int32", T.DML_TENSOR_DATA_TYPE_UINT32: "UInt32",
+                   T.DML_TENSOR_DATA_TYPE_INT64: "Int64", T.DML_TENSOR_DATA_TYPE_UINT64: "UInt64",
+                   T.DML_TENSOR_DATA_TYPE_FLOAT32: "Float32",
+                   T.DML_TENSOR_DATA_TYPE_FLOAT64: "Float64",
+                   T.DML_TENSOR_DATA_TYPE_FLOAT16: "Float16"}
+_FORMAT = {**_UNION_MEMBERS, "Float16": "<e"}
+
+
+def companion_type_field(sch_fields: tuple[Field, ...], f: Field) -> Field | None:
+    """The DML_TENSOR_DATA_TYPE field that says which member of a scalar union is meant: the
+    nearest one before it (ValueDataType, MinMaxDataType, PaddingValueDataType)."""
+    before = sch_fields[:sch_fields.index(f)]
+    return next((g for g in reversed(before) if g.type == "DML_TENSOR_DATA_TYPE"), None)
+
+
+def scalar_from_number(ctx: Context, field: str, value: Any, data_type: T) -> int | float:
+    """A plain Python number read as the member ``data_type`` names (range-checked)."""
+    member = _MEMBER_OF_TYPE[data_type]
+    if member.startswith("Float"):
+        x = check_float(ctx, field, value)  # a real number
+        x = float(value) if member == "Float64" and not math.isinf(x) else x
+        if member == "Float16":
+            with np.errstate(over="ignore"):
+                x = float(np.float16(value))
+        return x
+    bits = struct.calcsize(_FORMAT[member]) * 8
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if member.startswith("Int") \
+        else (0, (1 << bits) - 1)
+    return check_int(ctx, field, value, lo, hi, data_type.name.removeprefix(
+        "DML_TENSOR_DATA_TYPE_"))
+
+
+def _union_bytes(ctx: Context, field: str, value: DML_SCALAR_UNION) -> bytes:
+    given = value.members()
+    if len(given) != 1:
+        ctx.fail(field, ", ".join(given) or "no member",
+                 "a DML_SCALAR_UNION holds exactly one member")
+    (name, member), = given.items()
+    if name == "Bytes":
+        items = tuple(member) if isinstance(member, (tuple, list)) else None
+        if items is None or len(items) > 8 or not all(is_int(b) and 0 <= b <= 255 for b in items):
+            ctx.fail(f"{field}.Bytes", member, "Bytes holds at most 8 values in [0, 255]")
+        return bytes(items).ljust(8, b"\0")
+    fmt_ = _UNION_MEMBERS[name]
+    probe = Context(ctx.operator, ctx.level, ctx.prefix + field + ".")
+    if name.startswith("Float"):
+        number: int | float = check_float(probe, name, member) if name == "Float32" \
+            else float(check_float(probe, name, member) if not isinstance(member, numbers.Real)
+                       else member)
+    else:
+        bits = struct.calcsize(fmt_) * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name.startswith("Int") \
+            else (0, (1 << bits) - 1)
+        number = check_int(probe, name, member, lo, hi, name)
+    return struct.pack(fmt_, number).ljust(8, b"\0")
+
+
+def check_scalar_union(ctx: Context, field: str, value: Any, data_type: Any) -> int | float:
+    """The scalar a union field holds, read as the member its companion DataType names."""
+    if not isinstance(data_type, T) or data_type not in _MEMBER_OF_TYPE:
+        ctx.fail(field, value, f"its data type field must name a scalar type, not {fmt(data_type)}")
+    if isinstance(value, DML_SCALAR_UNION):
+        raw = _union_bytes(ctx, field, value)
+        fmt_ = _FORMAT[_MEMBER_OF_TYPE[data_type]]
+        (x,) = struct.unpack(fmt_, raw[:struct.calcsize(fmt_)])
+        return float(x) if isinstance(x, float) else int(x)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
+        ctx.fail(field, value, "must be a DML_SCALAR_UNION or a number")
+    return scalar_from_number(ctx, field, value, data_type)
+
+
+def _check_scalar_union(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
+    sch = SCHEMA[ctx.operator]
+    companion = companion_type_field(sch.fields, f)
+    return check_scalar_union(ctx, f.name, value, out.get(companion.name) if companion else None)
+
+
+def _check_enum(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
+    return check_enum(ctx, f.name, value, ENUM_BY_NAME[f.type])
+
+
+def _check_bool(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> bool:
+    return check_bool(ctx, f.name, value)
+
+
+def _check_float(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> float:
+    return check_float(ctx, f.name, value)
+
+
+def _check_operator_desc(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
+    from .fused import check_fused_activation
+
+    return check_fused_activation(ctx, f.name, value)
+
+
+def _check_operator_desc_array(ctx: Context, f: Field, value: Any,
+                               out: Mapping[str, Any]) -> tuple:
+    from .fused import check_fused_activation
+
+    items = _sequence(ctx, f, value, out[f.count or ""], "activation descs")
+    return tuple(check_fused_activation(ctx, f"{f.name}[{i}]", v, standalone_ok=True)
+                 for i, v in enumerate(items))
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """How one type of field is checked and normalised."""
+
+    name: str
+    check: Callable[[Context, Field, Any, Mapping[str, Any]], Any]
+
+
+FIELD_TYPES: dict[str, FieldType] = {
+    t.name: t for t in (
+        FieldType(schema.UINT, _check_scalar_int),
+        FieldType(schema.INT, _check_scalar_int),
+        FieldType(schema.UINT64, _check_scalar_int),
+        FieldType(schema.FLOAT, _check_float),
+        FieldType(schema.BOOL, _check_bool),
+        FieldType(schema.UINT_ARRAY, _check_int_array),
+        FieldType(schema.INT_ARRAY, _check_int_array),
+        FieldType(schema.FLOAT_ARRAY, _check_float_array),
+        FieldType(schema.TENSOR, _check_tensor),
+        FieldType(schema.TENSOR_ARRAY, _check_tensor_array),
+        FieldType(schema.SCALE_BIAS, _check_scale_bias),
+        FieldType(schema.SIZE_2D, _check_size_2d),
+        FieldType(schema.SCALAR_UNION, _check_scalar_union),
+        FieldType(schema.OPERATOR_DESC, _check_operator_desc),
+        FieldType(schema.OPERATOR_DESC_ARRAY, _check_operator_desc_array),
+        *(FieldType(name, _check_enum) for name in ENUM_BY_NAME),
+    )
+}
+
+
+def check_fields(ctx: Context, sch: Any, desc: Any) -> SimpleNamespace:
+    """Every field of an operator desc through its field type; the normalised values by name.
+
+    Count fields first (arrays are checked against them); a count left out is derived from its
+    array by the struct, and a null required field fails."""
+    out: dict[str, Any] = {}
+    for f in sch.fields:
+        if f.is_count:
+            value = getattr(desc, f.name)
+            if value is None:
+                ctx.fail(f.name, value, "a count field must be given (or derived from its arrays)")
+            out[f.name] = check_int(ctx, f.name, value, 0, UINT32_MAX, "UINT")
+    for f in sch.fields:
+        if f.is_count:
+            continue
+        value = getattr(desc, f.name)
+        if value is None:
+            if not f.optional and not (f.is_array and out.get(f.count or "") == 0):
+                ctx.fail(f.name, value, "this field is required")
+            out[f.name] = () if f.is_array and not f.optional else None
+            continue
+        out[f.name] = FIELD_TYPES[f.type].check(ctx, f, value, out)
+    return SimpleNamespace(**out)
+
+
+__all__ = ["FIELD_TYPES", "FieldType", "FusedActivation", "ScaleBias", "Size2D", "check_bool",
+           "check_enum", "check_fields", "check_float", "check_scalar_union",
+           "companion_type_field"]
