@@ -104,7 +104,13 @@ def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:
 
 def _check_same(ctx: Context, entry: OperatorSupport, values: SimpleNamespace) -> None:
     for rule in entry.same:
-        present = [(n, getattr(values, n)) for n in rule.tensors if getattr(values, n) is not None]
+        present: list[tuple[str, Any]] = []
+        for n in rule.tensors:  # a tensor array's tensors each take part
+            t = getattr(values, n)
+            if isinstance(t, tuple):
+                present += [(f"{n}[{i}]", x) for i, x in enumerate(t)]
+            elif t is not None:
+                present.append((n, t))
         for what in rule.what:
             attr = {"DataType": "data_type", "DimensionCount": "dim_count", "Sizes": "sizes"}[what]
             for (a, ta), (b, tb) in itertools.pairwise(present):

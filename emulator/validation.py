@@ -307,23 +307,37 @@ def check_support(ctx: Context, bands: Sequence[Band], sch: OperatorSchema,
                   values: SimpleNamespace) -> None:
     """Each tensor's dimension count and data type against the table in force at the level."""
     band = band_at(bands, ctx.level)
+    for name, label, t in tensors_of(sch, values):
+        dims_ok, type_ok = _allowed(band, name, t)
+        if dims_ok and type_ok:
+            continue
+        later = next((lv for lv in ALL_LEVELS if lv > ctx.level
+                      and all(_allowed(band_at(bands, lv), name, t))), None)
+        if not type_ok:
+            allowed = band.tensors[name][1] if band and name in band.tensors else ()
+            ctx.fail(f"{label}.DataType", t.data_type,
+                     "supported data types here are " + (", ".join(
+                         a.name.removeprefix("DML_TENSOR_DATA_TYPE_") for a in allowed)
+                         or "none"), later)
+        dims = band.tensors[name][0] if band and name in band.tensors else ()
+        ctx.fail(f"{label}.DimensionCount", t.dim_count,
+                 f"supported dimension counts here are {_ranges(dims)}", later)
+
+
+def tensors_of(sch: OperatorSchema, values: SimpleNamespace
+               ) -> list[tuple[str, str, Tensor]]:
+    """(field, label, tensor) for every tensor present, in bind-point order: each tensor of a
+    tensor array (JOIN's InputTensors) on its own, labelled ``InputTensors[i]``."""
+    out = []
     for f in sch.fields:
         t = getattr(values, f.name)
         if not f.is_tensor or t is None:
             continue
-        dims_ok, type_ok = _allowed(band, f.name, t)
-        if dims_ok and type_ok:
-            continue
-        later = next((lv for lv in ALL_LEVELS if lv > ctx.level
-                      and all(_allowed(band_at(bands, lv), f.name, t))), None)
-        if not type_ok:
-            allowed = band.tensors[f.name][1] if band else ()
-            ctx.fail(f"{f.name}.DataType", t.data_type,
-                     "supported data types here are " + ", ".join(
-                         a.name.removeprefix("DML_TENSOR_DATA_TYPE_") for a in allowed), later)
-        dims = band.tensors[f.name][0] if band else ()
-        ctx.fail(f"{f.name}.DimensionCount", t.dim_count,
-                 f"supported dimension counts here are {_ranges(dims)}", later)
+        if isinstance(t, tuple):
+            out += [(f.name, f"{f.name}[{i}]", x) for i, x in enumerate(t)]
+        else:
+            out.append((f.name, f.name, t))
+    return out
 
 
 def _ranges(dims: Sequence[int]) -> str:
