@@ -84,7 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .dxdispatch import ModelError, load_dispatchable, parse_json5
+    from .dxdispatch import ModelError, UnsupportedDispatchableError, load_dispatchable, parse_json5
 
     path = Path(args.model)
     try:
@@ -109,9 +109,11 @@ def cmd_check(args: argparse.Namespace) -> int:
                     validate_operator(d.desc, level)
                 except DMLError as e:
                     entry["error"] = str(e)
+        except UnsupportedDispatchableError as e:
+            entry["min_feature_level"], entry["unsupported"] = None, str(e)
         except ModelError as e:
             entry["min_feature_level"], entry["error"] = None, str(e)
-        ok &= entry["min_feature_level"] is not None
+        ok &= entry["min_feature_level"] is not None or "unsupported" in entry
         results.append(entry)
     if args.json:
         print(json.dumps({"model": str(path), "device_level": short_level(level),
@@ -122,6 +124,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"{r['dispatchable']}: {r['operator']} is valid from "
                       f"DML_FEATURE_LEVEL_{r['min_feature_level']}"
                       + ("" if r["executable"] else " (validation only: not yet executable here)"))
+            elif "unsupported" in r:
+                print(f"{r['dispatchable']}: not checked: {r['unsupported']}")
             else:
                 print(f"{r['dispatchable']}: invalid at every feature level: {r['error']}")
     return 0 if ok else 1

@@ -188,8 +188,8 @@ class IDMLDevice:
         if not isinstance(flags, int) or int(flags) & ~all_flags:
             raise invalid_arg(f"CompileOperator: flags = {fmt(flags)} is invalid: not a "
                               "combination of DML_EXECUTION_FLAGS")
-        if not op.spec.executable:
-            raise not_executable(op.spec, self._level)
+        if op.not_executable:
+            raise not_executable(op.spec, self._level, op.not_executable)
         return IDMLCompiledOperator(op, DML_EXECUTION_FLAGS(int(flags)))
 
     def CreateOperatorInitializer(self, operators: Sequence[IDMLCompiledOperator] | None = None
@@ -237,7 +237,9 @@ class IDMLOperator:
         self.spec = spec
         self.validated = validated
         # The kernel plan, built once; None for an operator that is valid but not executable.
-        self.plan: Any = spec.module.plan(validated.values) if spec.module is not None else None
+        self.not_executable = spec.not_executable_because(validated)
+        self.plan: Any = None if self.not_executable or spec.module is None \
+            else spec.module.plan(validated.values)
 
     @property
     def name(self) -> str:

@@ -63,6 +63,10 @@ class ModelError(Exception):
     """A problem in the model file itself (not a DirectML validation failure)."""
 
 
+class UnsupportedDispatchableError(ModelError):
+    """A dispatchable that a CPU emulator of DirectML cannot run (HLSL, ONNX, serialized graph)."""
+
+
 # -- small readers that name the offending member -----------------------------------------------
 def _expect(cond: bool, where: str, what: str, value: Any) -> None:
     if not cond:
@@ -239,8 +243,9 @@ def load_resource(name: str, spec: Any, base: Path) -> Resource:
 def operator_type(value: Any, where: str) -> DML_OPERATOR_TYPE:
     _expect(isinstance(value, str), where, "an operator type name", value)
     if value in OTHER_DISPATCHABLES:
-        raise ModelError(f"{where}: '{value}' dispatchables are not supported by dml-emulator "
-                         "(it runs DirectML operators only)")
+        raise UnsupportedDispatchableError(
+            f"{where}: '{value}' dispatchables are not supported by dml-emulator (a CPU emulator "
+            "of DirectML runs DirectML operators only)")
     return _enum(DML_OPERATOR_TYPE, value, where)
 
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, SCHEMAS, OperatorSchema
+from descriptors import (
+    DML_FEATURE_LEVEL,
+    DML_OPERATOR_TYPE,
+    DML_TENSOR_DATA_TYPE,
+    SCHEMAS,
+    OperatorSchema,
+)
 
 from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
@@ -24,7 +30,16 @@ from .fieldtypes import check_fields
 from .ops import activation, mvn, mvn1, prelu, qlmm, slice1, softmax, top_k, top_k1
 from .ops import slice as slice0
 from .support.loader import SUPPORT, OperatorSupport
-from .validation import Band, Context, Validated, check_support, fmt, same, unwrap_operator_desc
+from .validation import (
+    Band,
+    Context,
+    Validated,
+    check_support,
+    fmt,
+    same,
+    tensors_of,
+    unwrap_operator_desc,
+)
 
 OP = DML_OPERATOR_TYPE
 FL = DML_FEATURE_LEVEL
@@ -72,6 +87,29 @@ class OperatorSpec:
         return self.schema.in_place
 
     @property
+    def kernel_types(self) -> frozenset[DML_TENSOR_DATA_TYPE]:
+        """The data types the CPU kernel executes: the module's KERNEL_TYPES (or the types of
+        the tables it was written for). A later band may admit more; those are valid but not
+        executable here."""
+        if self.module is None:
+            return frozenset()
+        declared = getattr(self.module, "KERNEL_TYPES", None)
+        if declared is not None:
+            return frozenset(declared)
+        return frozenset(t for b in self.module.SUPPORT for _, types in b.tensors.values()
+                         for t in types)
+
+    def not_executable_because(self, validated: Validated) -> str | None:
+        """Why this valid operator cannot run here (None: it can)."""
+        if self.module is None:
+            return "it has no CPU kernel yet"
+        for _, label, t in tensors_of(self.schema, validated.values):
+            if t.data_type not in self.kernel_types:
+                return (f"its kernel does not handle {label}.DataType = {t.data_type.name} "
+                        "yet")
+        return None
+
+    @property
     def support(self) -> tuple[Band, ...]:
         if self.support_entry is not None:
             return self.support_entry.bands
@@ -84,9 +122,10 @@ REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {
 }
 
 
-def not_executable(spec: OperatorSpec, level: int) -> DMLError:
+def not_executable(spec: OperatorSpec, level: int, reason: str) -> DMLError:
     return DMLError(E_NOTIMPL, f"{spec.operator.name} is valid at {level_name(level)} but not yet "
-                    "executable by dml-emulator (run 'dml-emulator info' for what executes)")
+                    f"executable by dml-emulator: {reason} (run 'dml-emulator info' for what "
+                    "executes)")
 
 
 def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:

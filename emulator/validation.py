@@ -393,4 +393,4 @@ def same(ctx: Context, a: str, b: str, what: str, va: Any, vb: Any) -> None:
 
 
 __all__ = ["Band", "Context", "DMLError", "Tensor", "Validated", "band_at", "check_support", "fmt",
-           "packed_strides", "same", "unwrap_operator_desc"]
+           "packed_strides", "same", "tensors_of", "unwrap_operator_desc"]
