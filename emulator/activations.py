@@ -1,9 +1,9 @@
 """The activation table: one row per activation, shared by the standalone activation operators and
 every operator that fuses one (MVN1, MVN).
 
-Each row gives the operator, its attribute fields (passed to kernels as p0, p1), the feature level
-that introduced the standalone operator, the level from which it may be fused (None: never), and
-a NumPy reference that reads like directml.md §4's formula. ``KIND`` numbers the Numba epilogues
+Each row gives the operator, its attribute fields (passed to kernels as p0, p1) and a NumPy
+reference that reads like the page's formula; the levels (standalone and fused) are read from the
+support tables. ``KIND`` numbers the Numba epilogues
 in ``kernels/activation.py``. Decisions where Microsoft is silent: NaN propagates through every
 activation; SOFTSIGN(±inf) = ±1; GELU(-inf) = -0.
 """
@@ -39,9 +39,22 @@ class Activation:
     operator: DML_OPERATOR_TYPE
     kind: int
     params: tuple[str, ...]
-    introduced: DML_FEATURE_LEVEL
-    fusable_from: DML_FEATURE_LEVEL | None
     formula: Callable[..., np.ndarray]
+
+    @property
+    def introduced(self) -> DML_FEATURE_LEVEL:
+        """The standalone operator's level (its page's Availability, in the support tables)."""
+        from .support.loader import SUPPORT
+
+        return SUPPORT[self.operator].available
+
+    @property
+    def fusable_from(self) -> DML_FEATURE_LEVEL | None:
+        """The level from which hosts may fuse it (support/fused_activations.json)."""
+        from .fused import table
+
+        entry = table().activations.get(self.operator)
+        return entry[0] if entry else None
 
     @property
     def name(self) -> str:
@@ -55,44 +68,42 @@ class Activation:
         return np.where(np.isnan(x), x, y)
 
 
-def _a(op: OP, kind: int, params: tuple[str, ...], introduced: FL, fusable: FL | None,
+def _a(op: OP, kind: int, params: tuple[str, ...],
        formula: Callable[..., np.ndarray]) -> Activation:
-    return Activation(op, kind, params, introduced, fusable, formula)
+    return Activation(op, kind, params, formula)
 
 
-L1, L2, L3, L51 = (FL.DML_FEATURE_LEVEL_1_0, FL.DML_FEATURE_LEVEL_2_0, FL.DML_FEATURE_LEVEL_3_0,
-                   FL.DML_FEATURE_LEVEL_5_1)
-
-# Elementwise activations (directml.md §4 formulas). Fused from 1_0 unless noted.
+# Elementwise activations (the pages' formulas). Their levels, standalone and fused, are in the
+# support tables (emulator/support/activations.json, fused_activations.json).
 ACTIVATIONS: tuple[Activation, ...] = (
-    _a(OP.DML_OPERATOR_ACTIVATION_IDENTITY, 0, (), L1, L1, lambda x: x),
-    _a(OP.DML_OPERATOR_ACTIVATION_LINEAR, 1, ("Alpha", "Beta"), L1, L1, lambda x, a, b: a * x + b),
-    _a(OP.DML_OPERATOR_ACTIVATION_SIGMOID, 2, (), L1, L1, lambda x: 1 / (1 + np.exp(-x))),
-    _a(OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID, 3, ("Alpha", "Beta"), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_IDENTITY, 0, (), lambda x: x),
+    _a(OP.DML_OPERATOR_ACTIVATION_LINEAR, 1, ("Alpha", "Beta"), lambda x, a, b: a * x + b),
+    _a(OP.DML_OPERATOR_ACTIVATION_SIGMOID, 2, (), lambda x: 1 / (1 + np.exp(-x))),
+    _a(OP.DML_OPERATOR_ACTIVATION_HARD_SIGMOID, 3, ("Alpha", "Beta"),
        lambda x, a, b: np.maximum(0, np.minimum(a * x + b, 1))),
-    _a(OP.DML_OPERATOR_ACTIVATION_TANH, 4, (), L1, L1, np.tanh),
-    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, 5, ("Alpha", "Beta"), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_TANH, 4, (), np.tanh),
+    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_TANH, 5, ("Alpha", "Beta"),
        lambda x, a, b: a * np.tanh(b * x)),
-    _a(OP.DML_OPERATOR_ACTIVATION_RELU, 6, (), L1, L1, lambda x: np.maximum(0, x)),
-    _a(OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU, 7, ("Alpha",), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_RELU, 6, (), lambda x: np.maximum(0, x)),
+    _a(OP.DML_OPERATOR_ACTIVATION_LEAKY_RELU, 7, ("Alpha",),
        lambda x, a: np.where(x >= 0, x, a * x)),
-    _a(OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU, 8, ("Alpha",), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_THRESHOLDED_RELU, 8, ("Alpha",),
        lambda x, a: np.where(x > a, x, 0)),
-    _a(OP.DML_OPERATOR_ACTIVATION_ELU, 9, ("Alpha",), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_ELU, 9, ("Alpha",),
        lambda x, a: np.where(x >= 0, x, a * np.expm1(x))),
-    _a(OP.DML_OPERATOR_ACTIVATION_CELU, 10, ("Alpha",), L3, L3,
+    _a(OP.DML_OPERATOR_ACTIVATION_CELU, 10, ("Alpha",),
        lambda x, a: np.where(x >= 0, x, a * np.expm1(x / a))),
-    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_ELU, 11, ("Alpha", "Gamma"), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_SCALED_ELU, 11, ("Alpha", "Gamma"),
        lambda x, a, g: np.where(x > 0, g * x, g * (a * np.expm1(x)))),
-    _a(OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, 12, ("Steepness",), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_SOFTPLUS, 12, ("Steepness",),
        lambda x, s: _softplus(s * x) / s),
-    _a(OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS, 13, ("Alpha", "Beta"), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_PARAMETRIC_SOFTPLUS, 13, ("Alpha", "Beta"),
        lambda x, a, b: a * _softplus(b * x)),
-    _a(OP.DML_OPERATOR_ACTIVATION_SOFTSIGN, 14, (), L1, L1,
+    _a(OP.DML_OPERATOR_ACTIVATION_SOFTSIGN, 14, (),
        lambda x: np.where(np.isinf(x), np.sign(x), x / (1 + np.abs(x)))),
-    _a(OP.DML_OPERATOR_ACTIVATION_SHRINK, 15, ("Bias", "Threshold"), L2, L2,
+    _a(OP.DML_OPERATOR_ACTIVATION_SHRINK, 15, ("Bias", "Threshold"),
        lambda x, b, t: np.where(x > t, x - b, np.where(x < -t, x + b, 0))),
-    _a(OP.DML_OPERATOR_ACTIVATION_GELU, 16, (), L51, L51, _gelu),
+    _a(OP.DML_OPERATOR_ACTIVATION_GELU, 16, (), _gelu),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Activation] = {a.operator: a for a in ACTIVATIONS}

@@ -248,7 +248,7 @@ def _check_float(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> 
 def _check_operator_desc(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
     from .fused import check_fused_activation
 
-    return check_fused_activation(ctx, f.name, value)
+    return check_fused_activation(ctx, f.name, value, out)
 
 
 def _check_operator_desc_array(ctx: Context, f: Field, value: Any,
@@ -256,7 +256,7 @@ def _check_operator_desc_array(ctx: Context, f: Field, value: Any,
     from .fused import check_fused_activation
 
     items = _sequence(ctx, f, value, out[f.count or ""], "activation descs")
-    return tuple(check_fused_activation(ctx, f"{f.name}[{i}]", v, standalone_ok=True)
+    return tuple(check_fused_activation(ctx, f"{f.name}[{i}]", v, out, recurrent=True)
                  for i, v in enumerate(items))
 
 

@@ -72,14 +72,14 @@ class OperatorSpec:
 
     @property
     def validated(self) -> bool:
-        return self.support_entry is not None or hasattr(self.module, "SUPPORT")
+        return self.support_entry is not None
 
     @property
     def introduced(self) -> DML_FEATURE_LEVEL:
         """The level of the page's Availability line (the header's block when no page says)."""
         if self.support_entry is not None:
             return self.support_entry.available
-        return getattr(self.module, "INTRODUCED", self.schema.introduced)
+        return self.schema.introduced
 
     @property
     def in_place(self) -> bool:
@@ -88,16 +88,9 @@ class OperatorSpec:
 
     @property
     def kernel_types(self) -> frozenset[DML_TENSOR_DATA_TYPE]:
-        """The data types the CPU kernel executes: the module's KERNEL_TYPES (or the types of
-        the tables it was written for). A later band may admit more; those are valid but not
-        executable here."""
-        if self.module is None:
-            return frozenset()
-        declared = getattr(self.module, "KERNEL_TYPES", None)
-        if declared is not None:
-            return frozenset(declared)
-        return frozenset(t for b in self.module.SUPPORT for _, types in b.tensors.values()
-                         for t in types)
+        """The data types the CPU kernel executes (the module's KERNEL_TYPES). A band may admit
+        more; those descs are valid but not executable here."""
+        return frozenset(self.module.KERNEL_TYPES) if self.module is not None else frozenset()
 
     def not_executable_because(self, validated: Validated) -> str | None:
         """Why this valid operator cannot run here (None: it can)."""
@@ -111,9 +104,7 @@ class OperatorSpec:
 
     @property
     def support(self) -> tuple[Band, ...]:
-        if self.support_entry is not None:
-            return self.support_entry.bands
-        return tuple(getattr(self.module, "SUPPORT", ()))
+        return self.support_entry.bands if self.support_entry is not None else ()
 
 
 REGISTRY: dict[DML_OPERATOR_TYPE, OperatorSpec] = {

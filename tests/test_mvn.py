@@ -242,7 +242,7 @@ MATRIX = [
                 "DML_FEATURE_LEVEL_3_0 or later allows it"), "3_0": OK, "3_1": OK, "4_0": OK}),
     ("fused softmax", m(fused=DML_ACTIVATION_SOFTMAX_OPERATOR_DESC()), dict.fromkeys(LEVELS, (
         "FusedActivation.Type = DML_OPERATOR_ACTIVATION_SOFTMAX is invalid",
-        "the activations that can be fused are"))),
+        "the activations DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1 can fuse are"))),
     ("fused non-activation", m(fused=DML_OPERATOR_DESC(Type=DML_OPERATOR_SLICE1, Desc=None)),
      dict.fromkeys(LEVELS, ("FusedActivation.Type = DML_OPERATOR_SLICE1 is invalid",))),
     ("fused with tensors", m(fused=DML_ACTIVATION_RELU_OPERATOR_DESC(

@@ -1,13 +1,11 @@
 """The elementwise activation operators (DML_ACTIVATION_*_OPERATOR_DESC), generated from the one
 activation table (``emulator.activations``), and the validation of fused activations.
 
-Standalone rules: InputTensor and OutputTensor share DataType, DimensionCount and Sizes;
-FLOAT32/FLOAT16; 4-D at 1_0, 4-5-D from 2_0, 1-8-D from 3_0 (from the operator's introduction);
-SOFTPLUS needs Steepness >= 1 (before 6_4). In-place execution is allowed.
-
-Fused (the host's ``FusedActivation``): LINEAR, SIGMOID, HARD_SIGMOID, TANH, SCALED_TANH, RELU,
-LEAKY_RELU, THRESHOLDED_RELU, ELU, CELU (from 3_0), SCALED_ELU, SOFTPLUS, PARAMETRIC_SOFTPLUS,
-SOFTSIGN, IDENTITY, SHRINK (from 2_0), GELU (from 5_1); its InputTensor and OutputTensor are null.
+Standalone rules: InputTensor and OutputTensor share DataType, DimensionCount and Sizes; SOFTPLUS
+needs Steepness >= 1 (before 6_4). The support tables (support/activations.json) give the ranks
+and types per level; the kernels execute FLOAT32 and FLOAT16 (the integer types later levels admit
+for RELU and SHRINK are valid but not executable yet). Which activations fuse where:
+support/fused_activations.json (``emulator.fused``).
 """
 
 from __future__ import annotations
@@ -18,26 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE
+from descriptors import DML_OPERATOR_TYPE
 
 from ..activations import BY_OPERATOR, Activation, params_of
 from ..fieldtypes import FusedActivation
 from ..plan import UnaryPlan
-from ..validation import Band, Context, same
-from .common import DIMS_1_8, DIMS_4, DIMS_4_5, FL, FLOAT16, FLOAT32, ieee_reference
+from ..validation import Context, same
+from .common import FL, FLOAT16, FLOAT32, ieee_reference
 
 FLOATS = (FLOAT32, FLOAT16)
-
-
-def bands(introduced: DML_FEATURE_LEVEL, tensors: tuple[str, ...]) -> tuple[Band, ...]:
-    """The dimension-count bands every activation operator shares, from its introduction on."""
-    table = ((FL.DML_FEATURE_LEVEL_1_0, DIMS_4), (FL.DML_FEATURE_LEVEL_2_0, DIMS_4_5),
-             (FL.DML_FEATURE_LEVEL_3_0, DIMS_1_8))
-    chosen = [(lv, dims) for lv, dims in table if lv >= introduced]
-    if not chosen or chosen[0][0] != introduced:  # introduced between rows: the row in force
-        in_force = [dims for lv, dims in table if lv <= introduced]
-        chosen.insert(0, (introduced, in_force[-1]))
-    return tuple(Band(lv, dict.fromkeys(tensors, (dims, FLOATS))) for lv, dims in chosen)
 
 
 def check_same_tensor(ctx: Context, v: SimpleNamespace, other: str = "OutputTensor") -> None:
@@ -88,5 +75,5 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     return SimpleNamespace(
         __name__=f"{__name__}[{act.name}]", __doc__=f"{op.name}: {__doc__}",
-        SUPPORT=bands(act.introduced, ("InputTensor", "OutputTensor")), validate=validate,
+        KERNEL_TYPES=FLOATS, validate=validate,
         plan=plan, reference=reference)

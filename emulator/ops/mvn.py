@@ -13,13 +13,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..plan import MVNPlan
-from ..validation import Band, Context
+from ..validation import Context
 from . import mvn1
 from .activation import check_fused
-from .common import DIMS_4, FL, FLOAT16, FLOAT32
 
-SUPPORT = (Band(FL.DML_FEATURE_LEVEL_1_0,
-                dict.fromkeys(mvn1.TENSORS, (DIMS_4, (FLOAT32, FLOAT16)))),)
+KERNEL_TYPES = mvn1.KERNEL_TYPES
 
 
 def axes(v: SimpleNamespace) -> tuple[int, ...]:

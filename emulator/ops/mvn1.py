@@ -23,15 +23,12 @@ from descriptors import DML_OPERATOR_TYPE
 
 from ..activations import BY_OPERATOR
 from ..plan import MVNPlan
-from ..validation import Band, Context, Tensor, same
+from ..validation import Context, Tensor, same
 from .activation import check_fused
-from .common import DIMS_1_8, DIMS_4, FL, FLOAT16, FLOAT32, ieee_reference
+from .common import FL, FLOAT16, FLOAT32, ieee_reference
 
 TENSORS = ("InputTensor", "ScaleTensor", "BiasTensor", "OutputTensor")
-SUPPORT = (
-    Band(FL.DML_FEATURE_LEVEL_2_1, dict.fromkeys(TENSORS, (DIMS_4, (FLOAT32, FLOAT16)))),
-    Band(FL.DML_FEATURE_LEVEL_3_1, dict.fromkeys(TENSORS, (DIMS_1_8, (FLOAT32, FLOAT16)))),
-)
+KERNEL_TYPES = (FLOAT32, FLOAT16)
 
 
 def check_common(ctx: Context, v: SimpleNamespace, channel_rule: bool) -> None:
@@ -44,7 +41,7 @@ def check_common(ctx: Context, v: SimpleNamespace, channel_rule: bool) -> None:
             same(ctx, "InputTensor", name, "DataType", i.data_type, t.data_type)
             same(ctx, "InputTensor", name, "DimensionCount", i.dim_count, t.dim_count)
     same(ctx, "InputTensor", "OutputTensor", "Sizes", i.sizes, v.OutputTensor.sizes)
-    if (v.ScaleTensor is None) != (v.BiasTensor is None):
+    if (v.ScaleTensor is None) != (v.BiasTensor is None) and ctx.level < FL.DML_FEATURE_LEVEL_5_2:
         present = "ScaleTensor" if v.ScaleTensor is not None else "BiasTensor"
         absent = "BiasTensor" if present == "ScaleTensor" else "ScaleTensor"
         ctx.fail(absent, None, f"{present} is given, so {absent} is required too (before "

@@ -13,10 +13,10 @@ import numpy as np
 
 from ..plan import UnaryPlan
 from ..validation import Context
-from .activation import bands, check_same_tensor
-from .common import FL, ieee_reference
+from .activation import FLOATS, check_same_tensor
+from .common import ieee_reference
 
-SUPPORT = bands(FL.DML_FEATURE_LEVEL_1_0, ("InputTensor", "SlopeTensor", "OutputTensor"))
+KERNEL_TYPES = FLOATS  # the kernel's types; the tables (support/activations.json) admit more
 
 
 def validate(ctx: Context, v: SimpleNamespace) -> None:

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 
 from ..plan import QLMMPlan
-from ..validation import Band, Context, Tensor, fmt, same
-from .common import DIMS_4, FL, FLOAT32, INT8, UINT8
+from ..validation import Context, Tensor, fmt, same
+from .common import FLOAT32, INT8, UINT8
 
 MATRICES = ("ATensor", "BTensor", "OutputTensor")
 ZERO_POINTS = ("AZeroPointTensor", "BZeroPointTensor", "OutputZeroPointTensor")
@@ -37,21 +36,7 @@ ROLE = {"AScaleTensor": "row", "AZeroPointTensor": "row", "OutputScaleTensor": "
 I8 = (INT8, UINT8)
 
 
-def _band(level: FL, mdims: tuple[int, ...], sdims: tuple[int, ...]) -> Band:
-    table: dict[str, tuple[tuple[int, ...], tuple[Any, ...]]] = {}
-    for t in MATRICES:
-        table[t] = (mdims, I8)
-    for t in SCALES:
-        table[t] = (sdims, (FLOAT32,))
-    for t in ZERO_POINTS:
-        table[t] = (sdims, I8)
-    return Band(level, table)
-
-
-SUPPORT = (
-    _band(FL.DML_FEATURE_LEVEL_2_1, DIMS_4, DIMS_4),
-    _band(FL.DML_FEATURE_LEVEL_4_0, (2, 3, 4), (1, 2, 3, 4)),
-)
+KERNEL_TYPES = (*I8, FLOAT32)  # INT8/UINT8 matrices and zero points, FLOAT32 scales
 
 
 def validate(ctx: Context, v: SimpleNamespace) -> None:

@@ -16,15 +16,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..plan import CopyPlan
-from ..validation import Band, Context, same
-from .common import DIMS_1_8, DIMS_4_5, EIGHT_TYPES, ELEVEN_TYPES, FL, same_for
+from ..validation import Context, same
+from .common import ELEVEN_TYPES
 
 _T = ("InputTensor", "OutputTensor")
-SUPPORT = (
-    Band(FL.DML_FEATURE_LEVEL_2_1, same_for(_T, DIMS_4_5, EIGHT_TYPES)),
-    Band(FL.DML_FEATURE_LEVEL_3_0, same_for(_T, DIMS_1_8, EIGHT_TYPES)),
-    Band(FL.DML_FEATURE_LEVEL_4_1, same_for(_T, DIMS_1_8, ELEVEN_TYPES)),
-)
+KERNEL_TYPES = ELEVEN_TYPES  # a copy moves bytes: every type up to 64 bits
 
 
 def check_tensors_and_count(ctx: Context, v: SimpleNamespace) -> None:

@@ -21,8 +21,8 @@ from descriptors import DML_OPERATOR_TYPE
 
 from ..plan import SoftmaxPlan
 from ..validation import Context
-from .activation import bands, check_same_tensor
-from .common import FL, ieee_reference
+from .activation import FLOATS, check_same_tensor
+from .common import ieee_reference
 
 OP = DML_OPERATOR_TYPE
 MODES = {OP.DML_OPERATOR_ACTIVATION_SOFTMAX: 0, OP.DML_OPERATOR_ACTIVATION_LOG_SOFTMAX: 1,
@@ -73,5 +73,5 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     return SimpleNamespace(
         __name__=f"{__name__}[{op.name}]", __doc__=__doc__,
-        SUPPORT=bands(FL.DML_FEATURE_LEVEL_1_0, ("InputTensor", "OutputTensor")),
+        KERNEL_TYPES=FLOATS,
         validate=validate, plan=plan, reference=reference)

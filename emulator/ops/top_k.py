@@ -14,10 +14,8 @@ import numpy as np
 from ..plan import TopKPlan
 from ..validation import Context
 from . import top_k1
-from .common import FL, FLOAT16, FLOAT32
 
-INTRODUCED = FL.DML_FEATURE_LEVEL_2_0  # the page's Availability (the header: 1_0)
-SUPPORT = top_k1.bands(FL.DML_FEATURE_LEVEL_2_0, (FLOAT32, FLOAT16))
+KERNEL_TYPES = top_k1.KERNEL_TYPES
 
 
 def validate(ctx: Context, v: SimpleNamespace) -> None:

@@ -18,30 +18,17 @@ import numpy as np
 from descriptors import DML_AXIS_DIRECTION, DML_TENSOR_DATA_TYPE, NUMPY_DTYPE
 
 from ..plan import TopKPlan
-from ..validation import Band, Context, same
-from .common import DIMS_1_8, DIMS_4, EIGHT_TYPES, FL, INT64, UINT32, UINT64
+from ..validation import Context, same
+from .common import EIGHT_TYPES, INT64, UINT64
 
 T = DML_TENSOR_DATA_TYPE
 DECREASING = DML_AXIS_DIRECTION.DML_AXIS_DIRECTION_DECREASING
 _T64 = (*EIGHT_TYPES[:2], INT64, *EIGHT_TYPES[2:5], UINT64, *EIGHT_TYPES[5:])
 
 
-def bands(first: FL, first_types: tuple[T, ...]) -> tuple[Band, ...]:
-    """The support tables TOP_K and TOP_K1 share from their first level on."""
-    def band(level: FL, dims: tuple[int, ...], types: tuple[T, ...],
-             index_types: tuple[T, ...] = (UINT32,)) -> Band:
-        return Band(level, {"InputTensor": (dims, types), "OutputValueTensor": (dims, types),
-                            "OutputIndexTensor": (dims, index_types)})
-
-    return tuple(b for b in (
-        band(first, DIMS_4, first_types),
-        band(FL.DML_FEATURE_LEVEL_2_1, DIMS_4, EIGHT_TYPES),
-        band(FL.DML_FEATURE_LEVEL_3_1, DIMS_1_8, EIGHT_TYPES),
-        band(FL.DML_FEATURE_LEVEL_5_0, DIMS_1_8, _T64, (UINT64, UINT32)),
-    ) if b.level >= first)
-
-
-SUPPORT = bands(FL.DML_FEATURE_LEVEL_2_1, EIGHT_TYPES)
+# Values of every type up to 64 bits (keys are compared as order-preserving unsigned integers),
+# UINT32 or UINT64 indices.
+KERNEL_TYPES = (*_T64,)
 
 
 def validate(ctx: Context, v: SimpleNamespace) -> None:
