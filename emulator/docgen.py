@@ -74,6 +74,11 @@ def render() -> str:
             for tensor, (dims, types) in band.tensors.items():
                 lines.append(f"| {short_level(band.level)} | {tensor} | {_dims(dims)} | "
                              + ", ".join(short_name(t) for t in types) + " |")
+        entry = spec.support_entry
+        if entry is not None and entry.source:
+            lines += ["", f"Source: {entry.source}."]
+        if entry is not None and entry.notes:
+            lines += ["", f"Decisions and notes: {' '.join(entry.notes.split())}"]
     return "\n".join(lines) + "\n"
 
 

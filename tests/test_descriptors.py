@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -73,53 +74,15 @@ def test_enum_classes_and_flags():
 
 
 # Field names and order as in directml.md §2 (the header), written out independently of the schema.
+# Every struct's fields in header order, from the facts the schema is generated from (DML_OPERATOR_DESC
+# is not in them: a pair of Type and Desc, as DML_TENSOR_DESC).
+_FACTS = json.loads((Path(__file__).resolve().parent.parent / "tools" / "directml-schema.json")
+                    .read_text())
 STRUCT_FIELDS = {
-    "DML_TOP_K1_OPERATOR_DESC": "InputTensor OutputValueTensor OutputIndexTensor Axis K AxisDirection",
-    "DML_TOP_K_OPERATOR_DESC": "InputTensor OutputValueTensor OutputIndexTensor Axis K",
-    "DML_SLICE1_OPERATOR_DESC": "InputTensor OutputTensor DimensionCount InputWindowOffsets "
-                                "InputWindowSizes InputWindowStrides",
-    "DML_SLICE_OPERATOR_DESC": "InputTensor OutputTensor DimensionCount Offsets Sizes Strides",
-    "DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC": "InputTensor ScaleTensor BiasTensor "
-        "OutputTensor AxisCount Axes NormalizeVariance Epsilon FusedActivation",
-    "DML_MEAN_VARIANCE_NORMALIZATION_OPERATOR_DESC": "InputTensor ScaleTensor BiasTensor "
-        "OutputTensor CrossChannel NormalizeVariance Epsilon FusedActivation",
-    "DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC": "ATensor AScaleTensor AZeroPointTensor "
-        "BTensor BScaleTensor BZeroPointTensor OutputScaleTensor OutputZeroPointTensor OutputTensor",
-    "DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC": "InputTensor SlopeTensor OutputTensor",
-    "DML_ACTIVATION_ELU_OPERATOR_DESC": "InputTensor OutputTensor Alpha",
-    "DML_ACTIVATION_CELU_OPERATOR_DESC": "InputTensor OutputTensor Alpha",
-    "DML_ACTIVATION_HARD_SIGMOID_OPERATOR_DESC": "InputTensor OutputTensor Alpha Beta",
-    "DML_ACTIVATION_IDENTITY_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_LEAKY_RELU_OPERATOR_DESC": "InputTensor OutputTensor Alpha",
-    "DML_ACTIVATION_LINEAR_OPERATOR_DESC": "InputTensor OutputTensor Alpha Beta",
-    "DML_ACTIVATION_PARAMETRIC_SOFTPLUS_OPERATOR_DESC": "InputTensor OutputTensor Alpha Beta",
-    "DML_ACTIVATION_RELU_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_SCALED_ELU_OPERATOR_DESC": "InputTensor OutputTensor Alpha Gamma",
-    "DML_ACTIVATION_SCALED_TANH_OPERATOR_DESC": "InputTensor OutputTensor Alpha Beta",
-    "DML_ACTIVATION_SIGMOID_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_SOFTPLUS_OPERATOR_DESC": "InputTensor OutputTensor Steepness",
-    "DML_ACTIVATION_SOFTSIGN_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_TANH_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_THRESHOLDED_RELU_OPERATOR_DESC": "InputTensor OutputTensor Alpha",
-    "DML_ACTIVATION_SHRINK_OPERATOR_DESC": "InputTensor OutputTensor Bias Threshold",
-    "DML_ACTIVATION_GELU_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_HARDMAX_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_LOG_SOFTMAX_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_ACTIVATION_SOFTMAX_OPERATOR_DESC": "InputTensor OutputTensor",
-    "DML_BUFFER_TENSOR_DESC": "DataType Flags DimensionCount Sizes Strides TotalTensorSizeInBytes "
-                              "GuaranteedBaseOffsetAlignment",
-    "DML_TENSOR_DESC": "Type Desc", "DML_OPERATOR_DESC": "Type Desc",
-    "DML_BINDING_PROPERTIES": "RequiredDescriptorCount TemporaryResourceSize PersistentResourceSize",
-    "DML_BINDING_DESC": "Type Desc", "DML_BUFFER_BINDING": "Buffer Offset SizeInBytes",
-    "DML_BUFFER_ARRAY_BINDING": "BindingCount Bindings",
-    "DML_BINDING_TABLE_DESC": "Dispatchable CPUDescriptorHandle GPUDescriptorHandle "
-                              "SizeInDescriptors",
-    "DML_FEATURE_QUERY_FEATURE_LEVELS": "RequestedFeatureLevelCount RequestedFeatureLevels",
-    "DML_FEATURE_DATA_FEATURE_LEVELS": "MaxSupportedFeatureLevel",
-    "DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT": "DataType",
-    "DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT": "IsSupported",
+    **{name: " ".join(f["name"] for f in fields) for name, fields in _FACTS["structs"].items()},
+    **{op["struct"]: " ".join(f["name"] for f in op["fields"]) for op in _FACTS["operators"]},
+    "DML_OPERATOR_DESC": "Type Desc",
 }
-
 
 @pytest.mark.parametrize("struct", sorted(STRUCT_FIELDS))
 def test_struct_fields_match_the_header(struct):
