@@ -335,3 +335,25 @@ def test_interleaved_outputs_that_do_not_overlap_are_accepted():
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     [y] = DMLCreateDevice1().execute(op, [x])
     np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("level,make,field", [
+    ("5_0", lambda: DML_TOP_K1_OPERATOR_DESC(desc(DML_TENSOR_DATA_TYPE_INT64, [1, 6]),
+                                             desc(DML_TENSOR_DATA_TYPE_INT64, [1, 3]),
+                                             desc(DML_TENSOR_DATA_TYPE_UINT64, [1, 3]), 1, 3, 1),
+     "InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT64"),
+    ("5_1", lambda: DML_ACTIVATION_RELU_OPERATOR_DESC(desc(DML_TENSOR_DATA_TYPE_INT32, [4]),
+                                                      desc(DML_TENSOR_DATA_TYPE_INT32, [4])),
+     "InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT32"),
+])
+def test_a_type_a_later_band_admits_but_the_kernel_lacks_is_e_notimpl_at_compile(level, make, field):
+    op = DML_OPERATOR_DESC(Desc=make())
+    below = [lv for lv in ("4_1", "5_0") if lv < level][-1]
+    with pytest.raises(DMLError, match=f"DML_FEATURE_LEVEL_{level} or later allows it"):
+        DMLCreateDevice1(feature_level=below).CreateOperator(op)
+    dev = DMLCreateDevice1(feature_level=level)
+    created = dev.CreateOperator(op)  # valid at the level that admits the type
+    with pytest.raises(DMLError, match=f"not yet executable by dml-emulator: its kernel does not "
+                                       f"handle {field}") as info:
+        dev.CompileOperator(created)
+    assert info.value.name == "E_NOTIMPL" and dev.GetDeviceRemovedReason() == 0
