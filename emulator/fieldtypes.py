@@ -67,16 +67,20 @@ class FusedActivation(NamedTuple):
     values: SimpleNamespace
 
 
-def check_float(ctx: Context, field: str, value: Any) -> float:
-    """A C FLOAT: any real number, rounded to float32 (beyond float32's range: ±inf, as in C)."""
+def check_double(ctx: Context, field: str, value: Any) -> float:
+    """Any real number as a double (an int beyond a double's range: ±inf, as a C cast gives)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating)):
         ctx.fail(field, value, "a FLOAT must be a real number")
     try:
-        f = float(value)
+        return float(value)
     except (OverflowError, ValueError):
-        f = math.copysign(math.inf, value)  # an int too large for a double
+        return math.inf if int(value) > 0 else -math.inf
+
+
+def check_float(ctx: Context, field: str, value: Any) -> float:
+    """A C FLOAT: any real number, rounded to float32 (beyond float32's range: ±inf, as in C)."""
     with np.errstate(over="ignore"):
-        return float(np.float32(f))
+        return float(np.float32(check_double(ctx, field, value)))
 
 
 def check_bool(ctx: Context, field: str, value: Any) -> bool:
@@ -175,12 +179,10 @@ def scalar_from_number(ctx: Context, field: str, value: Any, data_type: T) -> in
     """A plain Python number read as the member ``data_type`` names (range-checked)."""
     member = _MEMBER_OF_TYPE[data_type]
     if member.startswith("Float"):
-        x = check_float(ctx, field, value)  # a real number
-        x = float(value) if member == "Float64" and not math.isinf(x) else x
-        if member == "Float16":
-            with np.errstate(over="ignore"):
-                x = float(np.float16(value))
-        return x
+        x = check_double(ctx, field, value)
+        with np.errstate(over="ignore"):
+            return x if member == "Float64" else float(
+                np.float32(x) if member == "Float32" else np.float16(x))
     bits = struct.calcsize(_FORMAT[member]) * 8
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if member.startswith("Int") \
         else (0, (1 << bits) - 1)
@@ -203,8 +205,7 @@ def _union_bytes(ctx: Context, field: str, value: DML_SCALAR_UNION) -> bytes:
     probe = Context(ctx.operator, ctx.level, ctx.prefix + field + ".")
     if name.startswith("Float"):
         number: int | float = check_float(probe, name, member) if name == "Float32" \
-            else float(check_float(probe, name, member) if not isinstance(member, numbers.Real)
-                       else member)
+            else check_double(probe, name, member)
     else:
         bits = struct.calcsize(fmt_) * 8
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name.startswith("Int") \

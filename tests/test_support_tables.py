@@ -10,6 +10,7 @@ type a later band adds is accepted from that band's level and rejected below it,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -177,3 +178,31 @@ def test_a_rank_the_last_band_refuses_is_refused(group, op_name, i, case):
             desc.Desc, **{name: dataclasses.replace(value, Desc=new)})), ALL_LEVELS[-1])
         assert message is not None and ("DimensionCount" in message or "Sizes" in message), \
             (name, n, message)
+
+
+# Hostile values for any field: only DMLError may come out of CreateOperator, never a crash.
+HOSTILE = [None, -1, 0, 2**32, 2**64, 10**5000, 1.5, float("nan"), float("inf"), "x", (), (1,),
+           (0, 0, 0, 0, 0, 0, 0, 0, 0), True, object()]
+
+
+@pytest.mark.parametrize("group,op_name,i,case", [e for e in EXAMPLES if e[2] == 0],
+                         ids=[op for _, op, i, _ in EXAMPLES if i == 0])
+def test_hostile_field_values_give_dml_errors_only(group, op_name, i, case):
+    desc = _desc(op_name, case)
+    device = DMLCreateDevice1()
+    for f in SCHEMA[DML_OPERATOR_TYPE[op_name]].fields:
+        for value in HOSTILE:
+            bad = dataclasses.replace(desc, Desc=dataclasses.replace(desc.Desc, **{f.name: value}))
+            with contextlib.suppress(DMLError):
+                device.CreateOperator(bad)
+            min_feature_level(bad)  # the same path at every level: no other exception either
+        if f.is_tensor and getattr(desc.Desc, f.name) is not None \
+                and not isinstance(getattr(desc.Desc, f.name), tuple):
+            t = getattr(desc.Desc, f.name).Desc
+            for sizes in [(1,) * 8, (2**31, 2**31), (0,), tuple(t.Sizes)[::-1], (3,) * 8]:
+                bad_t = dataclasses.replace(t, Sizes=sizes, DimensionCount=len(sizes),
+                                            Strides=None, TotalTensorSizeInBytes=None)
+                bad = dataclasses.replace(desc, Desc=dataclasses.replace(
+                    desc.Desc, **{f.name: dataclasses.replace(getattr(desc.Desc, f.name),
+                                                              Desc=bad_t)}))
+                min_feature_level(bad)
