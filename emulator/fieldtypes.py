@@ -74,7 +74,7 @@ def check_double(ctx: Context, field: str, value: Any) -> float:
     try:
         return float(value)
     except (OverflowError, ValueError):
-        return math.inf if int(value) > 0 else -math.inf
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
 
 
 def check_float(ctx: Context, field: str, value: Any) -> float:
