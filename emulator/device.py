@@ -318,9 +318,9 @@ class IDMLCompiledOperator:
         for (name, _), b in zip(self._tensors("output"), outputs):
             if b is not None:
                 regions[name] = b.region()
-        from .kernels.jit import launch_guard
+        from .kernels.jit import compiling_for, launch_guard
 
-        with launch_guard():
+        with launch_guard(), compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
             self.operator.plan.run(regions)
 
 

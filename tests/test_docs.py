@@ -36,8 +36,13 @@ def test_every_module_has_a_docstring():
 
 
 def test_readme_commands_match_ci():
+    """.ci/run runs the README's two commands exactly, in README order, in one fresh venv."""
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    test_lines = [ln.strip() for ln in readme.splitlines() if "pytest" in ln and "pip install" in ln]
-    assert len(test_lines) == 1, "README states one test command"
-    assert test_lines[0] in ci, ".ci/run must run the README's exact test command"
+    commands = [ln.strip() for ln in readme.splitlines() if ln.startswith("python -m pip install")]
+    assert len(commands) == 2, "README states the main job, then the test command"
+    assert "pytest" not in commands[0] and "pytest" in commands[1]
+    ci_lines = [ln.strip() for ln in ci.splitlines()]
+    assert all(c in ci_lines for c in commands), ".ci/run must run the README's exact commands"
+    assert ci_lines.index(commands[0]) < ci_lines.index(commands[1]), "in README order"
+    assert "python -m venv" in ci

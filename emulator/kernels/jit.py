@@ -1,6 +1,11 @@
 """The one place where JIT flags are set.
 
 - ``cache=True``: compiled machine code is stored on disk, so a new process pays no compile time.
+  Never inside the installed package (a later ``pip install -e`` would leave that folder behind as
+  an empty namespace package that shadows the real one): in the user's cache folder
+  (``$XDG_CACHE_HOME/dml-emulator/<version>`` on Linux, ``~/Library/Caches`` on macOS,
+  ``%LOCALAPPDATA%`` on Windows), a folder per version and per install location, so two installs
+  never load each other's kernels. ``NUMBA_CACHE_DIR`` still wins.
 - ``parallel=True``: kernels use ``numba.prange`` over independent work items.
 - ``nogil=True``: Python threads sharing a device can run kernels concurrently.
 - ``fastmath=False``: results must match the NumPy references bit for bit or within stated ULPs;
@@ -13,10 +18,76 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core import caching, event
+from numba.misc.appdirs import AppDirs
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    """Where this install's kernels are cached (unless NUMBA_CACHE_DIR says otherwise)."""
+    from .. import __version__
+
+    return Path(AppDirs(appname="dml-emulator", appauthor=False).user_cache_dir) / __version__
+
+
+class _UserCacheLocator(caching.UserWideCacheLocator):
+    """Numba's per-user cache, in dml-emulator's own folder, for this package's kernels only."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(cache_root(), self.get_suitable_cache_subpath(py_file))
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not Path(py_file).resolve().is_relative_to(PACKAGE):
+            return None
+        return super().from_function(py_func, py_file)
+
+
+# Before Numba's in-tree locator (which writes next to the source), after NUMBA_CACHE_DIR's.
+if _UserCacheLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(1, _UserCacheLocator)
+
+
+# The first compile of an operator's kernels takes seconds on a cold cache: say so once, so a
+# user does not think the process hung. Loads from the disk cache are not compiles.
+_current = threading.local()
+_announced: set[str] = set()
+
+
+class _CompileAnnouncer(event.Listener):
+    def on_start(self, event: event.Event) -> None:
+        name = getattr(_current, "operator", None)
+        if name and name not in _announced:
+            _announced.add(name)
+            print(f"dml-emulator: compiling CPU kernels for {name} (first use only)...",
+                  file=sys.stderr, flush=True)
+
+    def on_end(self, event: event.Event) -> None:
+        pass
+
+
+event.register("numba:compile", _CompileAnnouncer())
+
+
+@contextlib.contextmanager
+def compiling_for(operator: str) -> Iterator[None]:
+    """Name the operator whose kernels a launch may compile (for the one-time message)."""
+    previous = getattr(_current, "operator", None)
+    _current.operator = operator
+    try:
+        yield
+    finally:
+        _current.operator = previous
 
 kernel = numba.njit(parallel=True, cache=True, nogil=True, fastmath=False, boundscheck=False,
                     error_model="numpy")
