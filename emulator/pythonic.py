@@ -8,11 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from descriptors import DML_BINDING_TABLE_DESC, DML_BUFFER_ARRAY_BINDING, DML_BUFFER_BINDING
+from descriptors import (
+    DML_BINDING_TABLE_DESC,
+    DML_BUFFER_ARRAY_BINDING,
+    DML_BUFFER_BINDING,
+    NUMPY_DTYPE,
+)
 
 from .errors import invalid_arg
 from .execution import CommandList, CommandQueue
 from .resources import Buffer, resource_bytes
+from .validation import Tensor
 
 if TYPE_CHECKING:
     from .device import IDMLDevice
@@ -42,12 +48,73 @@ def _per_field(values: Any, names: list[str], what: str, op_name: str,
     return values
 
 
-def _input_buffer(x: Any, need: int) -> Any:
-    """The array itself when it can serve as the resource, else a padded copy."""
-    arr = np.asarray(x)
-    if arr.flags.c_contiguous and arr.flags.writeable and arr.nbytes >= need:
-        return arr
-    return Buffer.from_array(arr)
+def _dtype_name(t: Tensor) -> str:
+    return t.data_type.name.removeprefix("DML_TENSOR_DATA_TYPE_")
+
+
+def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> Any:
+    """What a user passed for one tensor, as a buffer resource holding that tensor's bytes.
+
+    A ``Buffer`` or a uint8 array are bytes (at least the tensor's TotalTensorSizeInBytes; for a
+    UINT8 tensor, a 1-D uint8 array not shaped like it). A numpy array of another dtype must be of
+    the tensor's DataType and, for a packed desc, of its Sizes.
+    A Python number or (nested) list is converted to the tensor's type and Sizes (inputs only)."""
+    where = f"execute ({op_name}): {'output' if output else 'input'} {point}"
+    need = t.total_bytes
+    dtype = t.dtype if t.data_type in NUMPY_DTYPE else None
+    # uint8 arrays are raw bytes, but for a UINT8 tensor only when 1-D and not shaped like it.
+    raw = isinstance(x, np.ndarray) and x.dtype == np.uint8 and (
+        dtype != np.uint8 or (x.ndim == 1 and tuple(x.shape) != t.sizes))
+    if isinstance(x, Buffer) or raw:
+        size = x.size_in_bytes if isinstance(x, Buffer) else x.nbytes
+        extent = (1 + sum((n - 1) * s for n, s in zip(t.sizes, t.strides))) * t.element_size
+        if size < need and (output or size < extent):
+            raise invalid_arg(f"{where}: {size} bytes given; the tensor needs {need} "
+                              "(TotalTensorSizeInBytes)")
+        return x if size >= need else Buffer.from_array(x)  # pad the last word of an input
+    if isinstance(x, np.ndarray):
+        if dtype is None or x.dtype != dtype:
+            raise invalid_arg(
+                f"{where}: a {x.dtype} array was given for a {_dtype_name(t)} tensor (pass "
+                f"{dtype or 'uint8 bytes'} data, or the raw bytes as a uint8 array)")
+        if not t.explicit_strides and tuple(x.shape) != t.sizes:
+            raise invalid_arg(f"{where}: an array of shape {tuple(x.shape)} was given; the "
+                              f"tensor's Sizes are {t.sizes}")
+        if output:
+            return x  # the resource itself (resource_bytes checks it is writable, contiguous)
+        if x.flags.c_contiguous and x.flags.writeable and x.nbytes >= need \
+                and type(x) is np.ndarray:
+            return x
+        if t.explicit_strides:
+            return Buffer.from_array(x)  # its bytes, as the strides address them
+        return Buffer.from_array(np.ascontiguousarray(x))
+    if output:
+        raise invalid_arg(f"{where}: {type(x).__name__} given; an output is a numpy array or "
+                          "an emulator.Buffer")
+    if dtype is None:
+        raise invalid_arg(f"{where}: {type(x).__name__} given; a {_dtype_name(t)} tensor's data "
+                          "is passed as raw bytes (a uint8 array or an emulator.Buffer)")
+    try:
+        with np.errstate(all="raise"):
+            arr = np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError, OverflowError, FloatingPointError) as e:
+        raise invalid_arg(f"{where}: {_show(x)} cannot be converted to {_dtype_name(t)}: "
+                          f"{e}") from None
+    if arr.ndim == 0:
+        arr = np.full(t.sizes, arr, dtype=dtype)
+    elif arr.size == t.element_count:
+        arr = arr.reshape(t.sizes)
+    else:
+        raise invalid_arg(f"{where}: {arr.size} values given; the tensor's Sizes {t.sizes} hold "
+                          f"{t.element_count}")
+    buf = Buffer(need)
+    t.view(resource_bytes(buf, where))[...] = arr
+    return buf
+
+
+def _show(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = None
@@ -63,10 +130,10 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
         if x is None and t is not None:
             raise invalid_arg(f"execute ({op.name}): input {name} is None, but the operator desc "
                               "has this tensor (pass an array, or make the tensor null)")
-    in_buffers = [None if x is None or t is None else _input_buffer(x, t.total_bytes)
-                  for x, (_, t) in zip(in_values, ins)]
-    out_buffers = [Buffer(t.total_bytes) if x is None else x
-                   for x, (_, t) in zip(out_values, outs) if t is not None]
+    in_buffers = [None if x is None or t is None else _as_resource(x, t, name, op.name, False)
+                  for x, (name, t) in zip(in_values, ins)]
+    out_buffers = [Buffer(t.total_bytes) if x is None else _as_resource(x, t, name, op.name, True)
+                   for x, (name, t) in zip(out_values, outs) if t is not None]
 
     def buffer_binding(buf: Any) -> DML_BUFFER_BINDING:
         return DML_BUFFER_BINDING(Buffer=buf)

@@ -66,10 +66,14 @@ def resource_bytes(obj: Any, where: str) -> np.ndarray:
     if isinstance(obj, Buffer):
         return obj._bytes
     if isinstance(obj, np.ndarray):
-        if not obj.flags.c_contiguous or not obj.flags.writeable:
+        arr = obj.view(np.ndarray)  # a subclass (np.matrix, a masked array): its plain data
+        if arr.dtype.hasobject:
+            raise invalid_arg(f"{where}: a numpy array of Python objects ({arr.dtype}) has no "
+                              "bytes to use as a buffer")
+        if not arr.flags.c_contiguous or not arr.flags.writeable:
             raise invalid_arg(f"{where}: a numpy array used as a buffer must be writable and "
                               "C-contiguous")
-        return obj.reshape(-1).view(np.uint8)
+        return arr.reshape(-1).view(np.uint8)
     raise invalid_arg(f"{where}: Buffer = {type(obj).__name__} is not a buffer resource "
                       "(use emulator.Buffer or a writable C-contiguous numpy array)")
 

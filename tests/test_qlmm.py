@@ -297,7 +297,7 @@ def test_contiguous_b_rows_with_padding(device, b_t):
                                                 [s * b_raw.itemsize for s in strides])
     descs["OutputTensor"] = desc(I8, [b_, m, n])
     raw = np.full(b_ * m * n + 2, 0x5A, np.int8)  # TotalTensorSizeInBytes rounds up to 4
-    got = device.execute(qop(descs), [arrays.get(f) for f in FIELDS], [raw])[0]
+    got = device.execute(qop(descs), [arrays.get(f) for f in FIELDS], [raw.view(np.uint8)])[0]
     spec, v = validate_operator(qop(descs), device.feature_level)
     ref = dict(arrays, BTensor=np.ascontiguousarray(logical_b))
     want = spec.module.reference(v.values, {f: x for f, x in ref.items() if x is not None})

@@ -82,7 +82,8 @@ def test_upstream_dml_slice_model_through_the_api(device):
     op = slice0(desc(F32, d["InputTensor"]["Sizes"]), desc(F32, d["OutputTensor"]["Sizes"]),
                 d["Offsets"], d["Sizes"], d["Strides"])
     assert op.Desc.DimensionCount == d["DimensionCount"]
-    device.execute(op, [x], [out])
+    device.execute(op, [x.reshape(d["InputTensor"]["Sizes"])],
+                   [out.reshape(d["OutputTensor"]["Sizes"])])
     assert out.tolist() == [7, 9, 12, 14, 17, 19]  # what DxDispatch prints for this model
 
 

@@ -73,7 +73,7 @@ EXAMPLES = _examples()
 
 
 def _desc(op_name: str, case: dict[str, Any]) -> Any:
-    return operator_desc_from_json({"Type": op_name, **case["desc"]}, op_name)
+    return operator_desc_from_json({"Type": op_name, "Desc": case["desc"]}, op_name)
 
 
 def _error(desc: Any, lv: int) -> str | None:

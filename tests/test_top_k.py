@@ -225,7 +225,7 @@ def test_doubled_stride_index_layout_keeps_upper_halves(device):
     idx64 = np.full((4, 3), -1, np.int64)
     values = np.zeros((4, 3), np.float32)
     op = topk1(tensor_desc(x), desc(F32, [4, 3]), desc(U32, [4, 3], [6, 2]), 1, 3)
-    device.execute(op, [x], [values, idx64])
+    device.execute(op, [x], [values, idx64.view(np.uint8)])  # its bytes are the resource
     words = idx64.view(np.uint32).reshape(4, 3, 2)
     assert (words[..., 1] == 0xFFFFFFFF).all(), "the upper halves were written"
     np.testing.assert_array_equal(words[..., 0], np.argsort(-x, axis=1, kind="stable")[:, :3])
