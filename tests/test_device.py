@@ -357,3 +357,57 @@ def test_a_type_a_later_band_admits_but_the_kernel_lacks_is_e_notimpl_at_compile
                                        f"handle {field}") as info:
         dev.CompileOperator(created)
     assert info.value.name == "E_NOTIMPL" and dev.GetDeviceRemovedReason() == 0
+
+
+# -- execute() judges what it is given (it never reinterprets bytes silently) ------------------
+def _identity_slice(data_type, sizes):
+    n = len(sizes)
+    return DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        desc(data_type, sizes), desc(data_type, sizes), n, [0] * n, list(sizes), [1] * n))
+
+
+@pytest.mark.parametrize("given,text", [
+    (np.arange(6, dtype=np.int64).reshape(2, 3),
+     "input InputTensor: a int64 array was given for a FLOAT32 tensor"),
+    (np.zeros((2, 3), np.float64), "a float64 array was given for a FLOAT32 tensor"),
+    (np.zeros((3, 2), np.float32), "an array of shape (3, 2) was given; the tensor's Sizes are (2, 3)"),
+    ([1, 2, 3], "3 values given; the tensor's Sizes (2, 3) hold 6"),
+    ("abc", "'abc' cannot be converted to FLOAT32"),
+    (np.zeros(20, np.uint8), "20 bytes given; the tensor needs 24"),
+    (np.array([object()] * 6).reshape(2, 3), "a object array was given"),
+])
+def test_execute_refuses_arrays_that_do_not_fit_the_tensor(given, text):
+    dev = DMLCreateDevice1()
+    with pytest.raises(DMLError, match=re.escape(text)):
+        dev.execute(_identity_slice(F32, [2, 3]), [given])
+    assert dev.GetDeviceRemovedReason() == 0  # execute's own argument errors keep the device
+
+
+def test_execute_converts_numbers_and_lists_and_keeps_bytes_as_bytes():
+    dev = DMLCreateDevice1()
+    op = _identity_slice(F32, [2, 3])
+    [y] = dev.execute(op, [[[1, 2, 3], [4, 5, 6]]])
+    assert y.dtype == np.float32 and y.tolist() == [[1, 2, 3], [4, 5, 6]]
+    [y] = dev.execute(op, [[1, 2, 3, 4, 5, 6]])
+    assert y.shape == (2, 3)
+    [y] = dev.execute(op, [2.5])
+    assert (y == 2.5).all()
+    x = np.arange(6, dtype=np.float32)
+    [y] = dev.execute(op, [x.view(np.uint8)])  # raw bytes: their meaning is the desc's
+    assert y.ravel().tolist() == x.tolist()
+    [y] = dev.execute(op, [Buffer.from_array(x)])
+    assert y.ravel().tolist() == x.tolist()
+    with pytest.raises(DMLError, match=r"\[300\] cannot be converted to UINT8"):
+        dev.execute(_identity_slice(DML_TENSOR_DATA_TYPE_UINT8, [1]), [[300]])
+    with pytest.raises(DMLError, match="output OutputTensor: list given"):
+        dev.execute(op, [x.reshape(2, 3)], [[0] * 6])
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_ndarray_subclasses_are_their_plain_data():
+    dev = DMLCreateDevice1()
+    op = _identity_slice(F32, [2, 3])
+    m = np.matrix(np.arange(6, dtype=np.float32).reshape(2, 3))
+    out = np.matrix(np.zeros((2, 3), np.float32))
+    dev.execute(op, [m], [out])
+    assert np.asarray(out).tolist() == [[0, 1, 2], [3, 4, 5]]
