@@ -314,3 +314,57 @@ def test_element_offsets_wrapped_fused_activation_and_omitted_optional_bind_poin
     assert code == 0, err
     # x - mean = -1.5 .. 1.5, times 2 plus 0.5; the first 4 floats of "out" are untouched.
     assert out == "Resource 'out': 7, 7, 7, 7, -2.5, -0.5, 1.5, 3.5\n"
+
+
+# Every upstream DxDispatch model through `check`: the lowest level at which each dispatchable is
+# valid (from the support tables), what runs here, and one line for what a CPU emulator cannot run.
+UPSTREAM_CHECK = {
+    "dml_convolution_2d": "conv2d: CONVOLUTION is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_convolution_3d": "conv3d: CONVOLUTION is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_cumulative_product": "cumulative_product: CUMULATIVE_PRODUCT is valid from "
+                              "DML_FEATURE_LEVEL_3_1",
+    "dml_element_wise_add": "add: ELEMENT_WISE_ADD is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_element_wise_add1": "add: ELEMENT_WISE_ADD1 is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_element_wise_add_npy": "add: ELEMENT_WISE_ADD is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_element_wise_clip": "clip: ELEMENT_WISE_CLIP is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_element_wise_identity": "identity: ELEMENT_WISE_IDENTITY is valid from "
+                                 "DML_FEATURE_LEVEL_3_0",
+    "dml_fill_value_sequence": "fill_sequence: FILL_VALUE_SEQUENCE is valid from "
+                               "DML_FEATURE_LEVEL_2_1",
+    "dml_gemm": "gemm: GEMM is valid from DML_FEATURE_LEVEL_4_0",
+    "dml_gemm_graph": "gemm: GEMM is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_join": "join: JOIN is valid from DML_FEATURE_LEVEL_3_1",
+    "dml_owned_tensors": "add: ELEMENT_WISE_ADD is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_reduce": "sum: REDUCE is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_rnn": "rnn: RNN is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_scalar_union_fp16": "clip: ELEMENT_WISE_CLIP1 is valid from DML_FEATURE_LEVEL_5_0",
+    "dml_slice": "slice: SLICE is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_split": "split: SPLIT is valid from DML_FEATURE_LEVEL_3_0",
+    "dml_upsample_2d": "upsample: UPSAMPLE_2D is valid from DML_FEATURE_LEVEL_1_0",
+    "image_io": "convert_to_grayscale: CONVOLUTION is valid from DML_FEATURE_LEVEL_1_0",
+    "hlsl_add_fp16": "add: not checked: dispatchables.add.type: 'hlsl' dispatchables are not "
+                     "supported",
+    "hlsl_add_fp32": "add: not checked: dispatchables.add.type: 'hlsl'",
+    "onnx_gemm": "gemm: not checked: dispatchables.gemm.type: 'onnx'",
+    "onnx_dynamic_shapes": "concat: not checked: dispatchables.concat.type: 'onnx'",
+    "dmlSerializedGraph_matmul_add": "matmul_add: not checked: dispatchables.matmul_add.type: "
+                                     "'dmlSerializedGraph'",
+}
+
+
+def test_every_upstream_model_is_in_the_check_table():
+    models = {p.stem for p in UPSTREAM.glob("*.json") if p.stem != "_schema"}
+    assert models == set(UPSTREAM_CHECK)
+
+
+@pytest.mark.parametrize("model", sorted(UPSTREAM_CHECK))
+def test_check_every_upstream_model(capsys, model):
+    code, out, err = run(capsys, "check", UPSTREAM / f"{model}.json")
+    assert code == 0 and err == "" and out.count("\n") == 1, (out, err)
+    assert out.startswith(UPSTREAM_CHECK[model]), out
+    from emulator.registry import REGISTRY
+    executable = [s.operator.name.removeprefix("DML_OPERATOR_") for s in REGISTRY.values()
+                  if s.executable]
+    if "is valid from" in out:
+        runs = out.split(": ")[1].split(" is valid")[0] in executable
+        assert runs == ("validation only" not in out), out

@@ -18,6 +18,7 @@ from emulator import (
     DMLCreateDevice,
     DMLCreateDevice1,
     DMLError,
+    min_feature_level,
 )
 
 from .helpers import desc
@@ -411,3 +412,15 @@ def test_ndarray_subclasses_are_their_plain_data():
     out = np.matrix(np.zeros((2, 3), np.float32))
     dev.execute(op, [m], [out])
     assert np.asarray(out).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_hello_directml_operator_is_created_at_every_level():
+    """Microsoft's HelloDirectML: an ELEMENT_WISE_IDENTITY of a {1, 2, 3, 4} FLOAT32 tensor."""
+    t = DML_TENSOR_DESC(DML_TENSOR_TYPE_BUFFER, DML_BUFFER_TENSOR_DESC(
+        DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_FLAG_NONE, 4, [1, 2, 3, 4], None,
+        DMLCalcBufferTensorSize(DML_TENSOR_DATA_TYPE_FLOAT32, 4, [1, 2, 3, 4]), 0))
+    op_desc = DML_OPERATOR_DESC(DML_OPERATOR_ELEMENT_WISE_IDENTITY,
+                                DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(t, t))
+    assert min_feature_level(op_desc) == DML_FEATURE_LEVEL_1_0
+    for level in ("1_0", "6_4"):
+        assert DMLCreateDevice1(feature_level=level).CreateOperator(op_desc) is not None
