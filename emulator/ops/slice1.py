@@ -32,20 +32,26 @@ def check_tensors_and_count(ctx: Context, v: SimpleNamespace) -> None:
                 f"must equal the tensors' DimensionCount ({i.dim_count})")
 
 
-def validate(ctx: Context, v: SimpleNamespace) -> None:
-    check_tensors_and_count(ctx, v)
-    in_sizes, out_sizes = v.InputTensor.sizes, v.OutputTensor.sizes
+def check_window(ctx: Context, v: SimpleNamespace, sliced: str, result: str) -> None:
+    """The window rules SLICE1 and SLICE_GRAD share: non-zero strides, a non-empty window inside
+    the ``sliced`` tensor, and the ``result`` tensor no larger than the window reaches."""
+    in_sizes, out_sizes = getattr(v, sliced).sizes, getattr(v, result).sizes
     for i, (off, size, stride) in enumerate(
             zip(v.InputWindowOffsets, v.InputWindowSizes, v.InputWindowStrides)):
         ctx.require(stride != 0, f"InputWindowStrides[{i}]", stride, "window strides may not be 0")
         ctx.require(size >= 1, f"InputWindowSizes[{i}]", size, "the input window may not be empty")
         ctx.require(off + size <= in_sizes[i], f"InputWindowOffsets[{i}] + InputWindowSizes[{i}]",
                     off + size,
-                    f"the window must lie inside InputTensor.Sizes[{i}] = {in_sizes[i]}")
+                    f"the window must lie inside {sliced}.Sizes[{i}] = {in_sizes[i]}")
         reachable = 1 + (size - 1) // abs(stride)
-        ctx.require(out_sizes[i] <= reachable, f"OutputTensor.Sizes[{i}]", out_sizes[i],
+        ctx.require(out_sizes[i] <= reachable, f"{result}.Sizes[{i}]", out_sizes[i],
                     f"the window reaches at most 1 + (InputWindowSizes[{i}] - 1) / "
                     f"|InputWindowStrides[{i}]| = {reachable} elements")
+
+
+def validate(ctx: Context, v: SimpleNamespace) -> None:
+    check_tensors_and_count(ctx, v)
+    check_window(ctx, v, "InputTensor", "OutputTensor")
 
 
 def window(v: SimpleNamespace) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+from ..ops.slice1 import check_window
 from ..validation import Context, Tensor, same
 
 __all__ = ["depth_to_space", "depth_to_space1", "diagonal_matrix1", "fill_value_constant",
@@ -317,20 +318,7 @@ def slice_grad(ctx: Context, v: SimpleNamespace) -> None:
     """SLICE1's window rules, with the window inside OutputGradientTensor (the forward input)
     and InputGradientTensor (the forward output) no larger than the window reaches."""
     _count_is_rank(ctx, v, "DimensionCount", ("InputGradientTensor", "OutputGradientTensor"))
-    window = v.OutputGradientTensor.sizes
-    grad = v.InputGradientTensor.sizes
-    for d, (off, size, stride) in enumerate(
-            zip(v.InputWindowOffsets, v.InputWindowSizes, v.InputWindowStrides)):
-        ctx.require(stride != 0, f"InputWindowStrides[{d}]", stride,
-                    "window strides may not be 0")
-        ctx.require(size >= 1, f"InputWindowSizes[{d}]", size, "the window may not be empty")
-        ctx.require(off + size <= window[d], f"InputWindowOffsets[{d}] + InputWindowSizes[{d}]",
-                    off + size,
-                    f"the window must lie inside OutputGradientTensor.Sizes[{d}] = {window[d]}")
-        reach = 1 + (size - 1) // abs(stride)
-        ctx.require(grad[d] <= reach, f"InputGradientTensor.Sizes[{d}]", grad[d],
-                    f"the window reaches at most 1 + (InputWindowSizes[{d}] - 1) / "
-                    f"|InputWindowStrides[{d}]| = {reach} elements")
+    check_window(ctx, v, "OutputGradientTensor", "InputGradientTensor")
 
 
 # --- generators -------------------------------------------------------------------------------
