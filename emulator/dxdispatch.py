@@ -10,6 +10,7 @@ operator needs no change here.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import re
@@ -121,10 +122,28 @@ def _object(value: Any, where: str) -> dict:
 
 
 def _no_unknown(obj: dict, known: set[str], where: str, struct: str) -> None:
-    unknown = sorted(set(obj) - known)
+    """An unknown key is an error (a typo would otherwise bind or mean something else silently);
+    the message suggests the nearest known key."""
+    unknown = sorted(set(obj) - known, key=str)
     if unknown:
-        raise ModelError(f"{where}: {', '.join(unknown)} is not a field of {struct} (fields: "
-                         + ", ".join(sorted(known)) + ")")
+        first = str(unknown[0])
+        near = difflib.get_close_matches(first, sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise ModelError(f"{where}: {first[:60]} is not a field of {struct}{hint}; fields: "
+                         + ", ".join(sorted(known)))
+
+
+# The members of each kind of object in a model file (DxDispatch's schema, _schema.json).
+RESOURCE_KEYS = {"type", "initialValues", "initialValuesDataType", "initialValuesOffsetInBytes",
+                 "sizeInBytes"}
+INITIALIZER_KEYS = {"valueCount", "value", "valueStart", "valueDelta", "sourcePath"}
+# dmlCompileType: DmlCompileOp or DmlCompileGraph (one operator compiled as a one-node graph runs
+# the same here).
+DISPATCHABLE_KEYS = {"type", "desc", "Desc", "executionFlags", "bindings", "dmlCompileType"}
+BINDING_KEYS = {"name", "elementOffset", "elementCount"}
+COMMAND_KEYS = {"dispatch": {"type", "dispatchable", "bindings"},
+                "print": {"type", "resource", "verbose"},
+                "writeFile": {"type", "resource", "targetPath", "dimensions"}}
 
 
 # -- resources -----------------------------------------------------------------------------------
@@ -200,6 +219,10 @@ def _from_file(path: Any, dtype: np.dtype | None, where: str, base: Path) -> np.
 def load_resource(name: str, spec: Any, base: Path) -> Resource:
     where = f"resources.{name}"
     obj = _object(spec, where)
+    _no_unknown(obj, RESOURCE_KEYS, where, "a buffer resource")
+    if isinstance(obj.get("initialValues"), dict):
+        _no_unknown(obj["initialValues"], INITIALIZER_KEYS, f"{where}.initialValues",
+                    "an initializer")
     kind = obj.get("type", "buffer")
     _expect(kind == "buffer", f"{where}.type", '"buffer"', kind)
     init = obj.get("initialValues")
@@ -402,12 +425,16 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
         raise ModelError(f"{where}.type: {op.name} is not an operator with a desc struct")
     key = "desc" if "desc" in obj else "Desc" if "Desc" in obj else None
     if key is not None:
+        _no_unknown(obj, DISPATCHABLE_KEYS, where, "a DirectML dispatchable")
         fields, fwhere = _object(obj[key], f"{where}.{key}"), f"{where}.{key}"
     else:
         fields = {k: v for k, v in obj.items() if k not in ("type", "executionFlags", "bindings")}
         fwhere = where
     desc = DML_OPERATOR_DESC(Type=op, Desc=OPERATOR_DESC_CLASSES[op](
         **_desc_fields(sch, fields, fwhere, fused=False)))
+    compile_type = obj.get("dmlCompileType", "DmlCompileOp")
+    _expect(compile_type in ("DmlCompileOp", "DmlCompileGraph"), f"{where}.dmlCompileType",
+            '"DmlCompileOp" or "DmlCompileGraph"', compile_type)
     flags = _flags(DML_EXECUTION_FLAGS, obj.get("executionFlags", []), f"{where}.executionFlags")
     bindings = _object(obj.get("bindings", {}), f"{where}.bindings")
     return Dispatchable(name, op, desc, flags, bindings)
@@ -483,6 +510,7 @@ class Runner:
         if isinstance(source, str):
             source = {"name": source}
         obj = _object(source, where)
+        _no_unknown(obj, BINDING_KEYS, where, "a binding")
         name = obj.get("name")
         if name not in self.model.resources:
             raise ModelError(f"{where}: '{name}' is not a resource of the model (resources: "
@@ -492,8 +520,14 @@ class Runner:
         if not 0 <= offset <= res.buffer.size_in_bytes:
             raise ModelError(f"{where}.elementOffset: byte offset {offset} lies outside "
                              f"'{name}' ({res.buffer.size_in_bytes} bytes)")
-        return DML_BUFFER_BINDING(Buffer=res.buffer, Offset=offset,
-                                  SizeInBytes=res.buffer.size_in_bytes - offset)
+        size = res.buffer.size_in_bytes - offset  # to the end, unless elementCount says less
+        if "elementCount" in obj:
+            count = _int(obj["elementCount"], f"{where}.elementCount")
+            if not 0 <= count * res.dtype.itemsize <= size:
+                raise ModelError(f"{where}.elementCount: {count} elements from element "
+                                 f"{offset // res.dtype.itemsize} do not fit in '{name}'")
+            size = count * res.dtype.itemsize
+        return DML_BUFFER_BINDING(Buffer=res.buffer, Offset=offset, SizeInBytes=size)
 
     def _bind_points(self, d: Dispatchable, bindings: dict, where: str
                      ) -> tuple[list[Any], list[Any]]:
@@ -546,6 +580,8 @@ class Runner:
             where = f"commands[{i}]"
             obj = _object(command, where)
             kind = obj.get("type")
+            if kind in COMMAND_KEYS:
+                _no_unknown(obj, COMMAND_KEYS[kind], where, f"a {kind} command")
             if kind == "dispatch":
                 self.dispatch(obj, where)
             elif kind == "print":

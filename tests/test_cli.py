@@ -368,3 +368,37 @@ def test_check_every_upstream_model(capsys, model):
     if "is valid from" in out:
         runs = out.split(": ")[1].split(" is valid")[0] in executable
         assert runs == ("validation only" not in out), out
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('"initialValuesDataType": "INT8"', '"initialValuesDatatype": "INT8"',
+     "resources.x: initialValuesDatatype is not a field of a buffer resource (did you mean "
+     "initialValuesDataType?)"),
+    ('"InputWindowOffsets"', '"InputWindowOfsets"',
+     "InputWindowOfsets is not a field of DML_SLICE1_OPERATOR_DESC (did you mean "
+     "InputWindowOffsets?)"),
+    ('{"type": "print", "resource": "y"}', '{"type": "print", "resorce": "y"}',
+     "commands[1]: resorce is not a field of a print command (did you mean resource?)"),
+])
+def test_unknown_keys_are_errors_with_the_nearest_valid_one(capsys, tmp_path, old, new, message):
+    assert old in SLICE3D
+    code, out, err = run(capsys, "run", write(tmp_path, SLICE3D.replace(old, new)))
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_upstream_model_with_a_typo_in_a_binding_is_refused_with_a_suggestion(capsys, tmp_path):
+    text = (UPSTREAM / "dml_slice.json").read_text()
+    assert '"InputTensor": "input"' in text
+    bad = text.replace('"InputTensor": "input"',
+                       '"InputTensor": {"name": "input", "elementOfset": 1}')
+    code, out, err = run(capsys, "run", write(tmp_path, bad))
+    assert code == 2 and out == ""
+    assert "elementOfset is not a field of a binding (did you mean elementOffset?)" in err
+
+
+def test_element_count_bounds_the_binding(capsys, tmp_path):
+    text = (UPSTREAM / "dml_slice.json").read_text()
+    short = text.replace('"InputTensor": "input"',
+                         '"InputTensor": {"name": "input", "elementCount": 4}')
+    code, out, err = run(capsys, "run", write(tmp_path, short))
+    assert code == 2 and out == "" and "SizeInBytes" in err, err  # DirectML rejects a binding too small
