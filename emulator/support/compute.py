@@ -406,18 +406,14 @@ def _attention(ctx: Context, v: SimpleNamespace, q_heads: int, kv_heads: int,
                     "headSize}")
         ctx.require(skv.sizes[0] == batch, "StackedKeyValueTensor.Sizes", skv.sizes,
                     f"the batch size must equal the query's {batch}")
-    if k is not None:
-        kb, _, khidden = _strip_leading_ones(ctx, "KeyTensor", k, 3)
-        ctx.require(kb == batch, "KeyTensor.Sizes", k.sizes,
+    for name, what, t in (("KeyTensor", "key", k), ("ValueTensor", "value", val)):
+        if t is None:
+            continue
+        tb, _, thidden = _strip_leading_ones(ctx, name, t, 3)
+        ctx.require(tb == batch, f"{name}.Sizes", t.sizes,
                     f"the batch size must equal the query's {batch}")
-        ctx.require(khidden % kv_heads == 0, kv_heads_field, kv_heads,
-                    f"must divide the key hidden size {khidden}")
-    if val is not None:
-        vb, _, vhidden = _strip_leading_ones(ctx, "ValueTensor", val, 3)
-        ctx.require(vb == batch, "ValueTensor.Sizes", val.sizes,
-                    f"the batch size must equal the query's {batch}")
-        ctx.require(vhidden % kv_heads == 0, kv_heads_field, kv_heads,
-                    f"must divide the value hidden size {vhidden}")
+        ctx.require(thidden % kv_heads == 0, kv_heads_field, kv_heads,
+                    f"must divide the {what} hidden size {thidden}")
     out = _strip_leading_ones(ctx, "OutputTensor", v.OutputTensor, 3)
     ctx.require(out[0] == batch and out[1] == seq, "OutputTensor.Sizes", v.OutputTensor.sizes,
                 f"must be {{batch = {batch}, sequence = {seq}, valueHiddenSize}}")
