@@ -38,6 +38,7 @@ from .validation import (
     UINT32_MAX,
     UINT64_MAX,
     Context,
+    check_array,
     check_int,
     check_tensor,
     fmt,
@@ -115,10 +116,7 @@ def _check_scalar_int(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]
 
 
 def _check_int_array(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> tuple:
-    ctype = f.type.removesuffix("_ARRAY")
-    lo, hi = INT_RANGES[ctype]
-    items = _sequence(ctx, f, value, out[f.count or ""], f"{ctype} values")
-    return tuple(check_int(ctx, f"{f.name}[{i}]", v, lo, hi, ctype) for i, v in enumerate(items))
+    return check_array(ctx, f.name, value, out[f.count or ""], f.type.removesuffix("_ARRAY"))
 
 
 def _check_float_array(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> tuple:
@@ -168,6 +166,14 @@ _MEMBER_OF_TYPE = {T.DML_TENSOR_DATA_TYPE_INT8: "Int8", T.DML_TENSOR_DATA_TYPE_U
 _FORMAT = {**_UNION_MEMBERS, "Float16": "<e"}
 
 
+def _member_range(member: str) -> tuple[int, int]:
+    """The values an integer member of the union holds (Int8 … UInt64)."""
+    bits = struct.calcsize(_FORMAT[member]) * 8
+    if member.startswith("Int"):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
 def companion_type_field(sch_fields: tuple[Field, ...], f: Field) -> Field | None:
     """The DML_TENSOR_DATA_TYPE field that says which member of a scalar union is meant: the
     nearest one before it (ValueDataType, MinMaxDataType, PaddingValueDataType)."""
@@ -183,11 +189,8 @@ def scalar_from_number(ctx: Context, field: str, value: Any, data_type: T) -> in
         with np.errstate(over="ignore"):
             return x if member == "Float64" else float(
                 np.float32(x) if member == "Float32" else np.float16(x))
-    bits = struct.calcsize(_FORMAT[member]) * 8
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if member.startswith("Int") \
-        else (0, (1 << bits) - 1)
-    return check_int(ctx, field, value, lo, hi, data_type.name.removeprefix(
-        "DML_TENSOR_DATA_TYPE_"))
+    return check_int(ctx, field, value, *_member_range(member),
+                     data_type.name.removeprefix("DML_TENSOR_DATA_TYPE_"))
 
 
 def _union_bytes(ctx: Context, field: str, value: DML_SCALAR_UNION) -> bytes:
@@ -207,10 +210,7 @@ def _union_bytes(ctx: Context, field: str, value: DML_SCALAR_UNION) -> bytes:
         number: int | float = check_float(probe, name, member) if name == "Float32" \
             else check_double(probe, name, member)
     else:
-        bits = struct.calcsize(fmt_) * 8
-        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name.startswith("Int") \
-            else (0, (1 << bits) - 1)
-        number = check_int(probe, name, member, lo, hi, name)
+        number = check_int(probe, name, member, *_member_range(name), name)
     return struct.pack(fmt_, number).ljust(8, b"\0")
 
 
