@@ -40,6 +40,9 @@ class Field:
     optional: bool = False  # _Maybenull_ in the header
     count: str | None = None  # for arrays: the field holding their length
     is_count: bool = False  # a count field (DimensionCount ...); may be omitted in Python
+    # For a SCALAR_UNION: the DML_TENSOR_DATA_TYPE field naming which member is meant (the nearest
+    # one before it: ValueDataType, MinMaxDataType, PaddingValueDataType).
+    companion: str | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -103,12 +106,13 @@ def _level(text: str) -> DML_FEATURE_LEVEL:
 def _schema(row: tuple) -> OperatorSchema:
     name, _value, struct, introduced, in_place, fields = row
     counts = {f[5] for f in fields if f[5]}
-    return OperatorSchema(
-        OP.__members__[name], struct,
-        tuple(Field(fname, kind, _field_type(ctype, stype), ctype, optional, count,
-                    fname in counts)
-              for fname, ctype, kind, stype, optional, count in fields),
-        _level(introduced), in_place)
+    out: list[Field] = []
+    for fname, ctype, kind, stype, optional, count in fields:
+        ftype = _field_type(ctype, stype)
+        companion = next((f.name for f in reversed(out) if f.type == "DML_TENSOR_DATA_TYPE"),
+                         None) if ftype == SCALAR_UNION else None
+        out.append(Field(fname, kind, ftype, ctype, optional, count, fname in counts, companion))
+    return OperatorSchema(OP.__members__[name], struct, tuple(out), _level(introduced), in_place)
 
 
 SCHEMAS: tuple[OperatorSchema, ...] = tuple(_schema(row) for row in _generated.OPERATORS)

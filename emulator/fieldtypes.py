@@ -26,7 +26,6 @@ from descriptors import (
     DML_SCALAR_UNION,
     DML_TENSOR_DATA_TYPE,
     ENUMS,
-    SCHEMA,
     Field,
     schema,
 )
@@ -174,13 +173,6 @@ def _member_range(member: str) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
-def companion_type_field(sch_fields: tuple[Field, ...], f: Field) -> Field | None:
-    """The DML_TENSOR_DATA_TYPE field that says which member of a scalar union is meant: the
-    nearest one before it (ValueDataType, MinMaxDataType, PaddingValueDataType)."""
-    before = sch_fields[:sch_fields.index(f)]
-    return next((g for g in reversed(before) if g.type == "DML_TENSOR_DATA_TYPE"), None)
-
-
 def scalar_from_number(ctx: Context, field: str, value: Any, data_type: T) -> int | float:
     """A plain Python number read as the member ``data_type`` names (range-checked)."""
     member = _MEMBER_OF_TYPE[data_type]
@@ -229,9 +221,7 @@ def check_scalar_union(ctx: Context, field: str, value: Any, data_type: Any) -> 
 
 
 def _check_scalar_union(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
-    sch = SCHEMA[ctx.operator]
-    companion = companion_type_field(sch.fields, f)
-    return check_scalar_union(ctx, f.name, value, out.get(companion.name) if companion else None)
+    return check_scalar_union(ctx, f.name, value, out.get(f.companion) if f.companion else None)
 
 
 def _check_enum(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> Any:
@@ -291,11 +281,12 @@ FIELD_TYPES: dict[str, FieldType] = {
 }
 
 
-def check_fields(ctx: Context, sch: Any, desc: Any) -> SimpleNamespace:
+def check_fields(ctx: Context, sch: Any, desc: Any, fused: bool = False) -> SimpleNamespace:
     """Every field of an operator desc through its field type; the normalised values by name.
 
     Count fields first (arrays are checked against them); a count left out is derived from its
-    array by the struct, and a null required field fails."""
+    array by the struct, and a null required field fails. ``fused``: the desc is a fused
+    activation, whose tensors must be null."""
     out: dict[str, Any] = {}
     for f in sch.fields:
         if f.is_count:
@@ -307,6 +298,11 @@ def check_fields(ctx: Context, sch: Any, desc: Any) -> SimpleNamespace:
         if f.is_count:
             continue
         value = getattr(desc, f.name)
+        if fused and f.is_tensor:
+            if value is not None:
+                ctx.fail(f.name, "a tensor desc", "a fused activation's tensors must be null")
+            out[f.name] = None
+            continue
         if value is None:
             if not f.optional and not (f.is_array and out.get(f.count or "") == 0):
                 ctx.fail(f.name, value, "this field is required")
@@ -317,5 +313,4 @@ def check_fields(ctx: Context, sch: Any, desc: Any) -> SimpleNamespace:
 
 
 __all__ = ["FIELD_TYPES", "FieldType", "FusedActivation", "ScaleBias", "Size2D", "check_bool",
-           "check_enum", "check_fields", "check_float", "check_scalar_union",
-           "companion_type_field"]
+           "check_enum", "check_fields", "check_float", "check_scalar_union"]

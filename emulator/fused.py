@@ -14,20 +14,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_DESC, DML_OPERATOR_TYPE, SCHEMA
 
-from .featurelevels import level_name
-from .fieldtypes import FIELD_TYPES, FusedActivation
+from .featurelevels import level_name, parse_level
+from .fieldtypes import FusedActivation, check_fields
 from .validation import Context, fmt
 
 TABLE = Path(__file__).resolve().parent / "support" / "fused_activations.json"
-
-
-def _level(text: str) -> DML_FEATURE_LEVEL:
-    return DML_FEATURE_LEVEL.__members__[f"DML_FEATURE_LEVEL_{text}"]
 
 
 @dataclass(frozen=True)
@@ -57,9 +52,10 @@ def table() -> FusionTable:
     doc = json.loads(TABLE.read_text(encoding="utf-8"))
     op = DML_OPERATOR_TYPE.__members__
     return FusionTable(
-        {op[a]: (_level(v["from"]), frozenset(op[h] for h in v["hosts"]) if "hosts" in v else None)
+        {op[a]: (parse_level(v["from"]),
+                 frozenset(op[h] for h in v["hosts"]) if "hosts" in v else None)
          for a, v in doc["activations"].items()},
-        {op[h]: {op[a]: _level(lv) for a, lv in v.get("also", {}).items()}
+        {op[h]: {op[a]: parse_level(lv) for a, lv in v.get("also", {}).items()}
          for h, v in doc["hosts"].items()},
         {op[h]: frozenset(v["output_types"]) if "output_types" in v else None
          for h, v in doc["hosts"].items()})
@@ -104,19 +100,6 @@ def check_fused_activation(ctx: Context, field: str, value: Any, host_values: Ma
     sch = SCHEMA[act]
     if getattr(type(inner), "OPERATOR_TYPE", None) != act:
         ctx.fail(f"{field}.Desc", type(inner).__name__, f"must be a {sch.struct_name}")
-    inner_ctx = Context(act, ctx.level, f"{ctx.prefix}{field}.Desc.")
-    inner_ctx.operator = ctx.operator  # messages name the host operator
-    values: dict[str, Any] = {}
-    for f in sch.fields:
-        v = getattr(inner, f.name)
-        if f.is_tensor:
-            if v is not None:
-                inner_ctx.fail(f.name, "a tensor desc", "a fused activation's tensors must be null")
-            continue
-        if v is None:
-            if not f.optional:
-                inner_ctx.fail(f.name, v, "this field is required")
-            values[f.name] = None
-            continue
-        values[f.name] = FIELD_TYPES[f.type].check(inner_ctx, f, v, values)
-    return FusedActivation(act, SimpleNamespace(**values))
+    # Messages name the host operator; the activation's own schema gives the fields.
+    inner_ctx = Context(ctx.operator, ctx.level, f"{ctx.prefix}{field}.Desc.")
+    return FusedActivation(act, check_fields(inner_ctx, sch, inner, fused=True))

@@ -36,6 +36,7 @@ from .validation import (
     Validated,
     check_support,
     fmt,
+    labelled,
     same,
     tensors_of,
     unwrap_operator_desc,
@@ -134,13 +135,8 @@ def spec_for(op_type: DML_OPERATOR_TYPE, level: int) -> OperatorSpec:
 
 def _check_same(ctx: Context, entry: OperatorSupport, values: SimpleNamespace) -> None:
     for rule in entry.same:
-        present: list[tuple[str, Any]] = []
-        for n in rule.tensors:  # a tensor array's tensors each take part
-            t = getattr(values, n)
-            if isinstance(t, tuple):
-                present += [(f"{n}[{i}]", x) for i, x in enumerate(t)]
-            elif t is not None:
-                present.append((n, t))
+        # Absent optional tensors are skipped; a tensor array's tensors each take part.
+        present = [p for n in rule.tensors for p in labelled(n, getattr(values, n))]
         for what in rule.what:
             attr = {"DataType": "data_type", "DimensionCount": "dim_count", "Sizes": "sizes"}[what]
             for (a, ta), (b, tb) in itertools.pairwise(present):

@@ -328,16 +328,17 @@ def tensors_of(sch: OperatorSchema, values: SimpleNamespace
                ) -> list[tuple[str, str, Tensor]]:
     """(field, label, tensor) for every tensor present, in bind-point order: each tensor of a
     tensor array (JOIN's InputTensors) on its own, labelled ``InputTensors[i]``."""
-    out = []
-    for f in sch.fields:
-        t = getattr(values, f.name)
-        if not f.is_tensor or t is None:
-            continue
-        if isinstance(t, tuple):
-            out += [(f.name, f"{f.name}[{i}]", x) for i, x in enumerate(t)]
-        else:
-            out.append((f.name, f.name, t))
-    return out
+    return [(f.name, label, t) for f in sch.fields if f.is_tensor
+            for label, t in labelled(f.name, getattr(values, f.name))]
+
+
+def labelled(name: str, value: Tensor | tuple[Tensor, ...] | None) -> list[tuple[str, Tensor]]:
+    """A tensor field's tensors with their labels: none if absent, each of an array on its own."""
+    if value is None:
+        return []
+    if isinstance(value, tuple):
+        return [(f"{name}[{i}]", t) for i, t in enumerate(value)]
+    return [(name, value)]
 
 
 def _ranges(dims: Sequence[int]) -> str:
@@ -393,4 +394,4 @@ def same(ctx: Context, a: str, b: str, what: str, va: Any, vb: Any) -> None:
 
 
 __all__ = ["Band", "Context", "DMLError", "Tensor", "Validated", "band_at", "check_support", "fmt",
-           "packed_strides", "same", "tensors_of", "unwrap_operator_desc"]
+           "labelled", "packed_strides", "same", "tensors_of", "unwrap_operator_desc"]

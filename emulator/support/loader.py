@@ -19,6 +19,7 @@ from typing import Any
 
 from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_TYPE, DML_TENSOR_DATA_TYPE
 
+from ..featurelevels import parse_level
 from ..validation import Band, Context
 
 HERE = Path(__file__).resolve().parent
@@ -56,8 +57,7 @@ class OperatorSupport:
         return tuple(getattr(module, name) for name in self.rule_names)
 
 
-def level(text: str) -> DML_FEATURE_LEVEL:
-    return DML_FEATURE_LEVEL[f"DML_FEATURE_LEVEL_{text}"]
+level = parse_level  # "2_1" → DML_FEATURE_LEVEL_2_1
 
 
 def dims(text: str | int) -> tuple[int, ...]:
