@@ -197,3 +197,41 @@ def test_float_kernels_address_past_two_gibibytes():
         InputTensor=big, OutputTensor=big, Axes=[0], NormalizeVariance=False, Epsilon=0.0))
     dev.execute(mvn, [src.numpy()], [dst.numpy()])
     assert (y[0], y[2**29]) == (-2.5, 2.5)
+
+
+FORK = """
+import os, sys
+sys.path.insert(0, {root!r})
+import numba
+from emulator import DMLCreateDevice1
+from tests.test_robustness import run_all
+first = run_all(DMLCreateDevice1(), 5)
+pid = os.fork()
+if pid == 0:
+    again = run_all(DMLCreateDevice1(), 5)
+    same = all(a.tobytes() == b.tobytes() for x, y in zip(first, again) for a, b in zip(x, y))
+    os._exit(0 if same else 3)
+_, status = os.waitpid(pid, 0)
+print(numba.threading_layer(), os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+def test_a_forked_child_dispatches_after_the_parent_did():
+    """Numba's default GNU OpenMP layer kills a child forked after a parallel launch; the emulator
+    asks for a fork-safe layer (TBB, else workqueue) unless the user chose one."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    r = subprocess.run([sys.executable, "-c", FORK.format(root=str(ROOT))], capture_output=True,
+                       text=True, env=env, check=False, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    layer, child = r.stdout.split()[-2:]
+    assert layer in ("tbb", "workqueue"), layer
+    assert child == "0", f"the forked child failed (exit {child}): {r.stderr[-2000:]}"
+
+
+def test_the_users_threading_layer_wins():
+    code = ("import numba, emulator.kernels.jit as j; print(numba.config.THREADING_LAYER)")
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       check=True, cwd=ROOT)
+    assert r.stdout.strip() == "workqueue"

@@ -104,6 +104,40 @@ reduction = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="n
 prange = numba.prange
 
 
+# -- the threading layer ------------------------------------------------------------------------
+# Numba's default on Linux is GNU OpenMP, which is not fork-safe: after one dispatch, a forked child
+# (multiprocessing's default start method on Linux, pytest-xdist, gunicorn...) died at its first
+# dispatch. So unless the user chose a layer (NUMBA_THREADING_LAYER), ask for a fork-safe one: TBB
+# (a dependency where wheels exist), else the workqueue layer. See docs/decisions.md.
+def _tbb_library() -> Path | None:
+    """The TBB runtime the ``tbb`` wheel installs into ``<prefix>/lib``, which the dynamic loader
+    does not search in a virtual environment; Numba then finds no TBB and falls back."""
+    names = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib"}
+    name = next((n for p, n in names.items() if sys.platform.startswith(p)), None)
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        lib = Path(prefix) / "lib" / name if name else None
+        if lib is not None and lib.is_file():
+            return lib
+    return None
+
+
+def choose_threading_layer() -> str:
+    """Select a fork-safe layer unless the user chose one; return the requested layer."""
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        return str(vars(numba.config)["THREADING_LAYER"])
+    lib = _tbb_library()
+    if lib is not None:
+        import ctypes
+
+        with contextlib.suppress(OSError):  # loaded once, by path, so Numba's lookup by name works
+            ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+    vars(numba.config)["THREADING_LAYER"] = "forksafe"  # read at the first parallel launch
+    return "forksafe"
+
+
+choose_threading_layer()
+
+
 # Numba's workqueue threading layer (used where neither OpenMP nor TBB is available) aborts the
 # process when parallel kernels are launched from several Python threads at once. The first
 # launch tells which layer Numba chose; under workqueue, launches are serialised.
