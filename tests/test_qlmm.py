@@ -246,8 +246,9 @@ def test_levels():
 @pytest.mark.parametrize("a_t,b_t", [(I8, U8), (U8, I8), (I8, I8), (U8, U8)],
                          ids=["I8xU8", "U8xI8", "I8xI8", "U8xU8"])
 def test_portable_and_vnni_paths_agree(device, monkeypatch, a_t, b_t):
-    """Both GEMM paths (the VNNI one runs where the CPU has it) give the reference's bytes."""
-    import emulator.plan as plan
+    """Both GEMM paths give the reference's bytes (the VNNI one runs its micro-kernel as plain
+    vector code where the CPU has no avx512vnni)."""
+    import emulator.ops.qlmm as plan
 
     rng = np.random.default_rng(int(a_t) + 10 * int(b_t))
     m, k, n = 13, 70, 67
@@ -259,7 +260,7 @@ def test_portable_and_vnni_paths_agree(device, monkeypatch, a_t, b_t):
     arrays["BZeroPointTensor"] = rng.integers(0, 100, (1, 1, 1, n)).astype(NP[b_t])
     arrays["OutputScaleTensor"] = np.full((1, 1, 1, 1), 300, np.float32)
     for use_vnni in (True, False):
-        monkeypatch.setattr(plan, "QLMM_USE_VNNI", use_vnni)
+        monkeypatch.setattr(plan, "USE_VNNI", use_vnni)
         run(device, arrays, np.int8, [1, 1, m, n])
 
 
@@ -303,3 +304,86 @@ def test_contiguous_b_rows_with_padding(device, b_t):
     want = spec.module.reference(v.values, {f: x for f, x in ref.items() if x is not None})
     np.testing.assert_array_equal(got, want["OutputTensor"])
     assert len(np.unique(want["OutputTensor"])) > 40  # the data is not mostly saturated
+
+
+# -- scratch memory (issue 11, item 4) ---------------------------------------------------------------
+def broadcast_case(batch=(64, 1024), k=256):
+    """A varies along the first batch dimension only (16 KiB of data), B is one broadcast column
+    (256 bytes): 65,536 logical batches, whose packed copies took 1 GiB (VNNI) or 2 GiB
+    (portable) of scratch before; the output is 64 KiB."""
+    rng = np.random.default_rng(11)
+    a_real = rng.integers(0, 256, (batch[0], k)).astype(np.uint8)
+    b_real = rng.integers(-128, 128, k).astype(np.int8)
+    arrays = base_arrays(1, k, 1, np.uint8, np.int8)
+    arrays["ATensor"], arrays["BTensor"] = a_real, b_real
+    arrays["AZeroPointTensor"] = np.full((1, 1, 1, 1), 131, np.uint8)
+    arrays["BZeroPointTensor"] = np.full((1, 1, 1, 1), -7, np.int8)
+    arrays["OutputScaleTensor"] = np.full((1, 1, 1, 1), 4000, np.float32)
+    descs = {f: (tensor_desc(x) if x is not None else None) for f, x in arrays.items()}
+    descs["ATensor"] = desc(U8, [*batch, 1, k], [k, 0, 0, 1])
+    descs["BTensor"] = desc(I8, [*batch, k, 1], [0, 0, 1, 0])
+    descs["OutputTensor"] = desc(I8, [*batch, 1, 1])
+    op = qop(descs)
+    spec, v = validate_operator(op, DML_FEATURE_LEVEL_4_0)
+    ref = dict(arrays, ATensor=a_real.reshape(batch[0], 1, 1, k), BTensor=b_real.reshape(1, 1, k, 1))
+    want = spec.module.reference(v.values, {f: x for f, x in ref.items() if x is not None})
+    return op, arrays, np.broadcast_to(want["OutputTensor"], (*batch, 1, 1))
+
+
+def test_broadcast_inputs_take_scratch_by_their_data_not_their_logical_size(device):
+    """The exact result, with under 16 MiB of NumPy scratch where 1 or 2 GiB were asked for."""
+    import tracemalloc
+
+    op, arrays, want = broadcast_case()
+    out = np.full(want.size, 0x5A, np.uint8)
+    device.execute(op, [arrays.get(f) for f in FIELDS], [out])  # kernels loaded, untraced
+    out[:] = 0x5A
+    tracemalloc.start()
+    try:
+        device.execute(op, [arrays.get(f) for f in FIELDS], [out])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out.view(np.int8).reshape(want.shape), want)
+    assert len(np.unique(want)) > 10
+    assert peak < 16 << 20, peak  # NumPy scratch of the whole dispatch (the tasks' own is fixed)
+
+
+def test_no_memory_for_scratch_is_e_outofmemory_before_any_write(device, monkeypatch):
+    """Scratch that cannot be had (here 4 EiB) is E_OUTOFMEMORY, and nothing was written."""
+    import emulator.ops.qlmm as plan
+
+    scratch = plan.scratch
+    monkeypatch.setattr(plan, "USE_VNNI", True)  # the path whose packed B grows with the data
+    monkeypatch.setattr(plan, "scratch", lambda shape, dtype: scratch((1 << 62,), dtype))
+    op, arrays, _ = broadcast_case((2, 3), 8)
+    out = np.full(8, 0x5A, np.uint8)
+    with pytest.raises(DMLError) as e:
+        device.execute(op, [arrays.get(f) for f in FIELDS], [out])
+    assert e.value.name == "E_OUTOFMEMORY"
+    assert "QUANTIZED_LINEAR_MATRIX_MULTIPLY: no memory for" in str(e.value)
+    assert (out == 0x5A).all()
+
+
+@pytest.mark.parametrize("use_vnni", [False, True], ids=["portable", "vnni"])
+@pytest.mark.parametrize("o_scale", [0.0, 1e-30, 3.0], ids=["zero", "tiny", "plain"])
+def test_requantization_lanes_and_tails_on_both_paths(device, monkeypatch, use_vnni, o_scale):
+    """37 columns (lanes of 8 and a tail) of results that are NaN and ±inf (OutputScale 0), finite
+    but far beyond int32 (1e-30), and ordinary; per-tensor everything (the VNNI path's common
+    loop), on both paths."""
+    import emulator.ops.qlmm as plan
+
+    monkeypatch.setattr(plan, "USE_VNNI", use_vnni)
+    rng = np.random.default_rng(37)
+    arrays = base_arrays(3, 20, 37, np.int8, np.uint8)
+    arrays["ATensor"] = rng.integers(-128, 128, (1, 1, 3, 20)).astype(np.int8)
+    arrays["BTensor"] = rng.integers(0, 256, (1, 1, 20, 37)).astype(np.uint8)
+    arrays["BTensor"][..., :, 5] = 131  # column 5 is all zero point: acc = 0 (NaN at scale 0)
+    arrays["BZeroPointTensor"] = np.full((1, 1, 1, 1), 131, np.uint8)
+    arrays["OutputScaleTensor"] = np.full((1, 1, 1, 1), o_scale, np.float32)
+    arrays["OutputZeroPointTensor"] = np.full((1, 1, 1, 1), 7, np.int8)
+    got = run(device, arrays, np.int8, [1, 1, 3, 37])
+    if o_scale == 0.0:
+        assert (got[..., 5] == 7).all() and set(np.unique(got)) == {-128, 7, 127}
+    if o_scale == 1e-30:
+        assert set(np.unique(got[..., np.arange(37) != 5])) <= {-128, 127}

@@ -1,106 +1,71 @@
-"""Quantized matrix multiply: exact integer accumulation, one float64 requantization.
+"""Quantized matrix multiply, the portable path: exact integer sums, one float64 requantization.
 
-1. ``pack_a``/``pack_b``: subtract the zero points while packing into int16 (|a - za| <= 255, so
-   products fit int32 and sums stay exact for K up to 33,025 per accumulation block). B is packed
-   in column tiles of NB columns, two k rows at a time, so the GEMM's inner loop is a unit-stride
-   run the compiler vectorises. Every INT8/UINT8 combination becomes the same int16 problem.
-2. ``gemm``: int32 accumulators per (row, column tile); K is split into blocks whose partial sums
-   are added in int64, so any K is exact.
-3. ``requantize``: acc * ((AScale / OutputScale) * BScale) in float64, round half to even, add
-   the output zero point, saturate (the division happens once per row). The VNNI path
-   (``vnni.py``) does the same per block with ``quantize``.
+Every 8-bit tensor arrives as its raw bytes (uint8); ``flip`` (128 for INT8, 0 for UINT8) turns a
+byte into its value as ``(byte ^ flip) - flip``, so one compiled kernel serves every INT8/UINT8
+combination. A zero point absent from the desc is a one-byte zero array read with step 0.
+
+``qlmm`` is one parallel pass. A task is (batch, column tile of NB columns, chunk of rows) and
+holds only fixed-size scratch: one B tile of KC k-rows and MR rows of A at a time (zero points
+subtracted, as int16, k in pairs) and the int64 sums of its rows. ``madd_tile`` multiplies them
+with 16-bit pair dot products (pmaddwd where the CPU has AVX2; the same sums in plain vector code
+elsewhere), an MR x 16 int32 tile held in registers. |value - zero point| <= 255, so a KC block's
+int32 sums are exact; the blocks are summed in int64, so any K is. The task requantizes its rows
+straight from those sums:
+
+    Output = saturate(round_half_even(acc * ((AScale / OutputScale) * BScale)) + OutputZeroPoint)
+
+in float64, the division once per row, a NaN giving OutputZeroPoint. Nothing is ever sized by
+the batch count or by a broadcast (zero-stride) dimension.
 """
 
 from __future__ import annotations
 
+import llvmlite.binding as llb
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .index import offsets4
 from .jit import helper, inline, kernel, prange
 
-NB = 64  # columns of B per tile (four 16-lane int32 vectors)
-MB = 8  # rows of A that share one B tile in a task
-KBLOCK = 32768  # k per exact int32 accumulation (255 * 255 * 32768 < 2^31)
+NB = 64  # columns of B per tile
+KC = 2048  # k rows per packed B tile: 256 KiB of int16; 255 * 255 * 2048 < 2^31 (exact int32)
+MR = 6  # rows of A per register tile
+NC = 16  # columns per register tile (two 8-lane int32 vectors: 12 accumulators)
+HAS_AVX2 = "+avx2" in llb.get_host_cpu_features().flatten().split(",")
+
+# The int64 geometry vector every QLMM kernel reads (built once by the plan).
+G_M, G_K, G_N = 0, 1, 2
+G_A_SM, G_A_SK, G_B_SK, G_B_SN, G_O_SM, G_O_SN = 3, 4, 5, 6, 7, 8
+# Element steps of the scale and zero-point tensors along M (A, Output) or N (B); 0: per-tensor.
+G_AS, G_AZ, G_BS, G_BZ, G_OS, G_OZ = 9, 10, 11, 12, 13, 14
+G_A_FLIP, G_B_FLIP, G_O_FLIP = 15, 16, 17  # 128 for INT8, 0 for UINT8
+G_LO, G_HI = 18, 19  # the output type's range
+G_WORDS = 20  # 1: A rows are unit-stride, 4-byte aligned runs of K % 4 == 0 bytes
+G_SIZE = 21
+# Rows of the int64 batch table: collapsed batch sizes, then the element strides of A, B and
+# Output, then each batch's index among the distinct B matrices (0 along B's broadcast dims).
+B_SIZES, B_A, B_B, B_O, B_DISTINCT = 0, 1, 2, 3, 4
 
 
-@kernel
-def pack_a(a, bsizes, ba, batches, M, K, sm, sk, zp, zp_step, has_zp, out):  # pragma: no cover
-    """out[b, m, k] = a[b, m, k] - zp[m] as int16 (out is [batches, M, Kp], zero-padded)."""
-    kp = out.shape[2]
-    for task in prange(batches * M):
-        bi = task // M
-        m = task - bi * M
-        o, _, _, _ = offsets4(bi, bsizes, ba, ba, ba, ba)
-        z = np.int16(zp[np.uint64(m * zp_step)]) if has_zp else np.int16(0)
-        base = np.uint64(o + m * sm)
-        row = out[bi, m]
-        for k in range(np.uint64(K)):
-            row[k] = np.int16(np.int16(a[base + k * np.uint64(sk)]) - z)
-        for k in range(K, kp):
-            row[k] = 0
+@inline
+def value(x, i, flip):  # pragma: no cover
+    """Element ``i`` of an 8-bit tensor given as bytes: its INT8 or UINT8 value as int32."""
+    return (np.int32(x[np.uint64(i)]) ^ np.int32(flip)) - np.int32(flip)
 
 
-@kernel
-def pack_b(b, bsizes, bb, batches, K, N, sk, sn, zp, zp_step, has_zp, out):  # pragma: no cover
-    """out[b, t, k // 2, k % 2, j] = b[b, k, t * NB + j] - zp[n] (zero-padded in k and n)."""
-    tiles = out.shape[1]
-    half = out.shape[2]
-    for task in prange(batches * tiles):
-        bi = task // tiles
-        t = task - bi * tiles
-        o, _, _, _ = offsets4(bi, bsizes, bb, bb, bb, bb)
-        tile = out[bi, t]
-        for k2 in range(half):
-            for h in range(2):
-                k = 2 * k2 + h
-                for j in range(NB):
-                    n = t * NB + j
-                    if n < N and k < K:
-                        z = np.int16(zp[np.uint64(n * zp_step)]) if has_zp else np.int16(0)
-                        v = b[np.uint64(o + n * sn) + np.uint64(k) * np.uint64(sk)]
-                        tile[k2, h, j] = np.int16(np.int16(v) - z)
-                    else:
-                        tile[k2, h, j] = 0
+@inline
+def floats(x):  # pragma: no cover
+    """The whole float32 elements of a byte buffer (a FLOAT32 scale tensor)."""
+    return x[:x.size // 4 * 4].view(np.float32)
 
 
-@helper
-def row_times_tile(arow, tile, part, half):  # pragma: no cover
-    """part[j] += sum_k arow[k] * tile[k // 2, k % 2, j] over one column tile (flat views)."""
-    for k2 in range(np.uint64(half)):
-        a0 = np.int32(arow[np.uint64(2) * k2])
-        a1 = np.int32(arow[np.uint64(2) * k2 + np.uint64(1)])
-        base = k2 * np.uint64(2 * NB)
-        for j in range(np.uint64(NB)):
-            part[j] = np.int32(part[j] + a0 * np.int32(tile[base + j])
-                               + a1 * np.int32(tile[base + np.uint64(NB) + j]))
-
-
-@kernel
-def gemm(ap, bp, acc):  # pragma: no cover
-    """acc[b, m, n] = sum_k ap[b, m, k] * bp[b, n // NB, k // 2, k % 2, n % NB] (int64 out)."""
-    batches = ap.shape[0]
-    rows = ap.shape[1]
-    kp = ap.shape[2]
-    tiles = bp.shape[1]
-    mblocks = (rows + MB - 1) // MB
-    for task in prange(batches * mblocks * tiles):
-        bi = task // (mblocks * tiles)
-        r = task - bi * mblocks * tiles
-        mb = r // tiles
-        t = r - mb * tiles
-        tile = bp[bi, t].ravel()
-        part = np.empty(NB, np.int32)
-        for m in range(mb * MB, min(rows, (mb + 1) * MB)):
-            arow = ap[bi, m]
-            for j in range(NB):
-                acc[bi, m, t * NB + j] = 0
-            for k0 in range(0, kp, KBLOCK):  # exact int32 blocks, summed in int64
-                k1 = min(kp, k0 + KBLOCK)
-                for j in range(NB):
-                    part[j] = 0
-                row_times_tile(arow[k0:k1], tile[k0 * NB:k1 * NB], part, (k1 - k0) // 2)
-                for j in range(NB):
-                    acc[bi, m, t * NB + j] += part[j]
+@inline
+def words32(x):  # pragma: no cover
+    """The whole 4-byte words of a byte buffer, as uint32."""
+    return x[:x.size // 4 * 4].view(np.uint32)
 
 
 @inline
@@ -114,30 +79,334 @@ def quantize(total, factor, z, lo, hi):  # pragma: no cover
 
 
 @inline
-def row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz):  # pragma: no cover
+def to_byte(q):  # pragma: no cover
+    """A saturated result (an integer in the output type's range, as float64) as its byte."""
+    return np.uint8(np.int32(q) & np.int32(255))
+
+
+@inline
+def row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step, o_flip):  # pragma: no cover
     """(AScale / OutputScale, OutputZeroPoint) of output row m in float64: the division once
     per row."""
     ratio = np.float64(ascale[np.uint64(m * as_step)]) / np.float64(
         oscale[np.uint64(m * os_step)])
-    z = 0.0
-    if has_oz:
-        z = np.float64(ozp[np.uint64(m * oz_step)])
-    return ratio, z
+    return ratio, np.float64(value(ozp, m * oz_step, o_flip))
+
+
+@helper
+def pack_b_tile(b, o, k0, count, n0, width, sk, sn, flip, zb, tile):  # pragma: no cover
+    """tile[k // 2, j, k % 2] = B[k0 + k, n0 + j] - zb[j] as int16 for k < count, j < width (k
+    in pairs, each column's pair adjacent: what a 16-bit pair dot product reads). The rest is
+    left as it was: columns past N give sums nobody reads, and the partner of an odd last k row
+    meets the zero ``pack_a_row`` puts after A's row, so a narrow B costs no filling."""
+    if sn == 1:  # unit-stride B rows: two rows at a time, interleaved (vectorised)
+        for k2 in range(count >> 1):
+            r0 = np.uint64(o + (k0 + 2 * k2) * sk + n0)
+            r1 = r0 + np.uint64(sk)
+            row = np.uint64(k2 * 2 * NB)
+            for j in range(np.uint64(width)):
+                tile[row + np.uint64(2) * j] = np.int16(value(b, r0 + j, flip) - zb[j])
+                tile[row + np.uint64(2) * j + np.uint64(1)] = np.int16(
+                    value(b, r1 + j, flip) - zb[j])
+        if count & 1:
+            r0 = np.uint64(o + (k0 + count - 1) * sk + n0)
+            row = np.uint64((count >> 1) * 2 * NB)
+            for j in range(np.uint64(width)):
+                tile[row + np.uint64(2) * j] = np.int16(value(b, r0 + j, flip) - zb[j])
+        return
+    for j in range(width):  # e.g. a transposed B: unit stride along k
+        base = np.uint64(o + (n0 + j) * sn + k0 * sk)
+        for k in range(count):
+            v = value(b, base + np.uint64(k * sk), flip) - zb[j]
+            tile[np.uint64((k >> 1) * 2 * NB + 2 * j + (k & 1))] = np.int16(v)
+
+
+@helper
+def pack_a_row(a, base, step, flip, za, count, arow):  # pragma: no cover
+    """arow[k] = A[base + k * step] - za as int16 for k < count, and a zero after an odd count."""
+    if step == 1:  # unit stride: vectorised
+        for k in range(np.uint64(count)):
+            arow[k] = np.int16(value(a, np.uint64(base) + k, flip) - za)
+    else:
+        for k in range(np.uint64(count)):
+            arow[k] = np.int16(value(a, np.uint64(base) + k * np.uint64(step), flip) - za)
+    arow[count] = 0
+
+
+def _address(context, builder, array_type, array, byte_offset):
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.add(builder.ptrtoint(data, ir.IntType(64)), byte_offset)
+
+
+@intrinsic
+def madd_tile(typingctx, ap, a_off, a_ld, bp, b_off, pairs, c, c_off, ldc):  # pragma: no cover
+    """c[c_off + r * ldc + j] = sum over k < 2 * pairs of ap[a_off + r * a_ld + k] *
+    bp[b_off + (k // 2) * 2 * NB + 2 * j + k % 2] for r < MR, j < NC (int16 in, int32 out,
+    overwritten): the accumulators stay in registers for the whole k loop."""
+    sig = types.void(ap, a_off, a_ld, bp, b_off, pairs, c, c_off, ldc)
+
+    def codegen(context, builder, signature, args):
+        i64, i32, i16 = ir.IntType(64), ir.IntType(32), ir.IntType(16)
+        v8, v16h = ir.VectorType(i32, 8), ir.VectorType(i16, 16)
+        ap_t, _, _, bp_t, _, _, c_t, _, _ = signature.args
+        two, four = ir.Constant(i64, 2), ir.Constant(i64, 4)
+        a_base = _address(context, builder, ap_t, args[0], builder.mul(args[1], two))
+        a_row = builder.mul(args[2], two)
+        b_base = _address(context, builder, bp_t, args[3], builder.mul(args[4], two))
+        c_base = _address(context, builder, c_t, args[6], builder.mul(args[7], four))
+        c_row = builder.mul(args[8], four)
+        if HAS_AVX2:
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(v8, [v16h, v16h]), "llvm.x86.avx2.pmadd.wd")
+
+            def madd(x, y):
+                return builder.call(fn, [x, y])
+        else:
+            even = ir.Constant(v8, list(range(0, 16, 2)))
+            odd = ir.Constant(v8, list(range(1, 16, 2)))
+
+            def madd(x, y):  # x[2i] * y[2i] + x[2i + 1] * y[2i + 1], exact in int32
+                def half(v, lanes):
+                    return builder.sext(builder.shuffle_vector(
+                        v, ir.Constant(v16h, ir.Undefined), lanes), v8)
+
+                return builder.add(builder.mul(half(x, even), half(y, even)),
+                                   builder.mul(half(x, odd), half(y, odd)))
+
+        zero = ir.Constant(v8, [0] * 8)
+        count = args[5]
+        entry = builder.block
+        body = builder.append_basic_block("madd.body")
+        done = builder.append_basic_block("madd.done")
+        builder.cbranch(builder.icmp_signed(">", count, ir.Constant(i64, 0)), body, done)
+        builder.position_at_end(body)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        acc = [[builder.phi(v8) for _ in range(NC // 8)] for _ in range(MR)]
+        for row in acc:
+            for phi in row:
+                phi.add_incoming(zero, entry)
+        b_at = builder.add(b_base, builder.mul(k, ir.Constant(i64, 2 * NB * 2)))
+        bv = [builder.load(builder.inttoptr(builder.add(b_at, ir.Constant(i64, 32 * v)),
+                                            v16h.as_pointer()), align=2) for v in range(NC // 8)]
+        a_at = builder.add(a_base, builder.mul(k, four))
+        new = []
+        for r in range(MR):
+            word = builder.load(builder.inttoptr(
+                builder.add(a_at, builder.mul(a_row, ir.Constant(i64, r))), i32.as_pointer()),
+                align=2)
+            splat = builder.shuffle_vector(
+                builder.insert_element(ir.Constant(v8, ir.Undefined), word, ir.Constant(i32, 0)),
+                ir.Constant(v8, ir.Undefined), ir.Constant(v8, [0] * 8))
+            pair = builder.bitcast(splat, v16h)
+            new.append([builder.add(acc[r][v], madd(pair, bv[v])) for v in range(NC // 8)])
+        k_next = builder.add(k, ir.Constant(i64, 1))
+        k.add_incoming(k_next, body)
+        for r in range(MR):
+            for v in range(NC // 8):
+                acc[r][v].add_incoming(new[r][v], body)
+        builder.cbranch(builder.icmp_signed("<", k_next, count), body, done)
+        builder.position_at_end(done)
+        finals = []
+        for r in range(MR):  # every phi first: LLVM wants them at the top of the block
+            for v in range(NC // 8):
+                final = builder.phi(v8)
+                final.add_incoming(zero, entry)
+                final.add_incoming(new[r][v], body)
+                finals.append((r, v, final))
+        for r, v, final in finals:
+            at = builder.add(c_base, builder.add(builder.mul(c_row, ir.Constant(i64, r)),
+                                                 ir.Constant(i64, 32 * v)))
+            builder.store(final, builder.inttoptr(at, v8.as_pointer()), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+RQ = 8  # lanes of ``requantize8``
+
+
+@intrinsic
+def requantize8(typingctx, acc, acc_off, colterm, col_off, count, rowterm, factor, z, lo, hi, y,
+                y_off, bounded):  # pragma: no cover
+    """y[y_off + j] = byte of saturate(rint((acc[acc_off + j] + (rowterm + colterm[col_off + j]))
+    * factor) + z) (a NaN gives z) for j < count, a multiple of RQ: the uniform case of the
+    requantization, the same IEEE operations as ``qgemm.quantize`` in RQ float64 lanes (LLVM's
+    own vectoriser stops at 4 where it prefers 256-bit vectors). ``bounded``: the caller proved
+    |rint(real)| < 2^30 and no NaN (a finite factor, |factor| * max|total| < 2^30), so the
+    rounded value becomes an int32 first and z and the saturation are integer operations (the
+    same integers, cheaper)."""
+    sig = types.void(acc, acc_off, colterm, col_off, count, rowterm, factor, z, lo, hi, y, y_off,
+                     bounded)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        f64 = ir.DoubleType()
+        vd = ir.VectorType(f64, RQ)
+        vi = ir.VectorType(ir.IntType(32), RQ)
+        vb = ir.VectorType(ir.IntType(8), RQ)
+        acc_t, _, col_t, _, _, _, _, _, _, _, y_t, _, _ = signature.args
+        a_base = _address(context, builder, acc_t, args[0],
+                          builder.mul(args[1], ir.Constant(i64, 4)))
+        c_base = _address(context, builder, col_t, args[2],
+                          builder.mul(args[3], ir.Constant(i64, 8)))
+        y_base = _address(context, builder, y_t, args[10], args[11])
+
+        def splat(x):
+            v = builder.insert_element(ir.Constant(vd, ir.Undefined), x, ir.Constant(i64, 0))
+            return builder.shuffle_vector(v, ir.Constant(vd, ir.Undefined),
+                                          ir.Constant(ir.VectorType(ir.IntType(32), RQ), [0] * RQ))
+
+        rowterm, factor, z, lo, hi = (splat(x) for x in args[5:10])
+        zi, loi, hii = (builder.fptosi(x, vi) for x in (z, lo, hi))
+        rint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vd, [vd]),
+                                              f"llvm.rint.v{RQ}f64")
+        count = args[4]
+        done = builder.append_basic_block("rq.done")
+
+        def loop(name, finish):
+            """One loop over j; ``finish(real)`` gives the <RQ x i32> results."""
+            entry = builder.block
+            body = builder.append_basic_block(name)
+            builder.branch(body)
+            builder.position_at_end(body)
+            j = builder.phi(i64)
+            j.add_incoming(ir.Constant(i64, 0), entry)
+            acc_v = builder.load(builder.inttoptr(
+                builder.add(a_base, builder.mul(j, ir.Constant(i64, 4))), vi.as_pointer()),
+                align=1)
+            col_v = builder.load(builder.inttoptr(
+                builder.add(c_base, builder.mul(j, ir.Constant(i64, 8))), vd.as_pointer()),
+                align=1)
+            total = builder.fadd(builder.sitofp(acc_v, vd), builder.fadd(rowterm, col_v))
+            q = finish(builder.fmul(total, factor))
+            builder.store(builder.trunc(q, vb),
+                          builder.inttoptr(builder.add(y_base, j), vb.as_pointer()), align=1)
+            j_next = builder.add(j, ir.Constant(i64, RQ))
+            j.add_incoming(j_next, builder.block)
+            builder.cbranch(builder.icmp_signed("<", j_next, count), body, done)
+
+        def general(real):
+            q = builder.fadd(builder.call(rint, [real]), z)
+            q = builder.select(builder.fcmp_unordered("uno", real, real), z, q)
+            q = builder.select(builder.fcmp_ordered("<", q, lo), lo, q)
+            return builder.fptosi(builder.select(builder.fcmp_ordered(">", q, hi), hi, q), vi)
+
+        def integer(real):
+            q = builder.add(builder.fptosi(builder.call(rint, [real]), vi), zi)
+            q = builder.select(builder.icmp_signed("<", q, loi), loi, q)
+            return builder.select(builder.icmp_signed(">", q, hii), hii, q)
+
+        start = builder.append_basic_block("rq.start")
+        to_int = builder.append_basic_block("rq.to_int")
+        to_float = builder.append_basic_block("rq.to_float")
+        builder.cbranch(builder.icmp_signed(">", count, ir.Constant(i64, 0)), start, done)
+        builder.position_at_end(start)
+        builder.cbranch(args[12], to_int, to_float)
+        builder.position_at_end(to_int)
+        loop("rq.int", integer)
+        builder.position_at_end(to_float)
+        loop("rq.float", general)
+        builder.position_at_end(done)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @kernel
-def requantize(acc, bsizes, bo, batches, M, N, sm, sn, ascale, as_step, bsc, oscale, os_step,
-               ozp, oz_step, has_oz, lo, hi, y):  # pragma: no cover
-    """Output = saturate(rint(acc * ((AScale / OutputScale) * BScale)) + OutputZeroPoint), for
-    an ``acc`` that already holds the exact sums of (a - za)(b - zb). ``bsc``: BScale per column
-    as float64."""
-    for task in prange(batches * M):
-        bi = task // M
-        m = task - bi * M
-        o, _, _, _ = offsets4(bi, bsizes, bo, bo, bo, bo)
-        ratio, z = row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz)
-        row = acc[bi, m]
-        base = np.uint64(o + m * sm)
-        step = np.uint64(sn)
-        for n in range(np.uint64(N)):
-            y[base + n * step] = quantize(row[n], ratio * bsc[n], z, lo, hi)
+def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
+         span):  # pragma: no cover
+    """Output = the requantized A x B of every batch; one task per (batch, chunk of ``rows``
+    rows, ``span`` column tiles of NB). ``batch``: the int64 batch table (B_* rows); ``g``: the
+    geometry (G_*). Every tensor is given as its bytes (uint8)."""
+    size_m, size_k, size_n = g[G_M], g[G_K], g[G_N]
+    a_sm, a_sk, b_sk, b_sn, o_sm, o_sn = g[G_A_SM], g[G_A_SK], g[G_B_SK], g[G_B_SN], g[G_O_SM], \
+        g[G_O_SN]
+    a_flip, b_flip, o_flip = g[G_A_FLIP], g[G_B_FLIP], g[G_O_FLIP]
+    lo, hi = np.float64(g[G_LO]), np.float64(g[G_HI])
+    ascale, bscale, oscale = floats(ascale), floats(bscale), floats(oscale)
+    sizes = batch[B_SIZES]
+    batches = np.int64(1)
+    for s in sizes:
+        batches *= s
+    tiles = (size_n + NB - 1) // NB
+    spans = (tiles + span - 1) // span
+    chunks = (size_m + rows - 1) // rows
+    kc = min(KC, size_k + (size_k & 1))
+    single = size_k <= kc  # one k block: its int32 sums are the totals
+    max_total = 255.0 * 255.0 * size_k  # |sum of (a - za)(b - zb)| never exceeds it
+    zeros = np.zeros(span * NB, np.float64)  # no column term: zero points already subtracted
+    uniform = g[G_BS] == 0 and o_sn == 1  # one factor per row, unit-stride output rows
+    lda = kc + 2  # a packed A row: kc values, a zero, even
+    for task in prange(batches * chunks * spans):
+        bi = task // (chunks * spans)
+        r = task - bi * chunks * spans
+        c = r // spans
+        t0 = (r - c * spans) * span
+        t1 = min(tiles, t0 + span)
+        m0 = c * rows
+        m1 = min(size_m, m0 + rows)
+        oa, ob, oo, _ = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O], batch[B_O])
+        n0 = t0 * NB
+        width = min(size_n, t1 * NB) - n0
+        cols = (t1 - t0) * NB
+        tile = np.empty((t1 - t0) * kc * NB, np.int16)  # one region of kc x NB per tile
+        apanel = np.empty(MR * lda, np.int16)
+        block = np.empty(MR * cols, np.int32)
+        acc = np.zeros((m1 - m0) * cols if not single else 0, np.int64)
+        zb = np.empty(cols, np.int32)
+        bs = np.empty(cols, np.float64)
+        for j in range(width):
+            zb[j] = value(bzp, (n0 + j) * g[G_BZ], b_flip)
+            bs[j] = np.float64(bscale[np.uint64((n0 + j) * g[G_BS])])
+        for k0 in range(0, size_k, kc):
+            count = min(kc, size_k - k0)
+            pairs = (count + 1) // 2
+            for t in range(t1 - t0):
+                w = min(NB, width - t * NB)
+                pack_b_tile(b, ob, k0, count, n0 + t * NB, w, b_sk, b_sn, b_flip,
+                            zb[t * NB:(t + 1) * NB], tile[t * kc * NB:(t + 1) * kc * NB])
+            for r0 in range(m0, m1, MR):
+                here = min(MR, m1 - r0)
+                for i in range(here):
+                    m = r0 + i
+                    za = value(azp, m * g[G_AZ], a_flip)
+                    pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
+                               apanel[i * lda:(i + 1) * lda])
+                for t in range(t1 - t0):  # the rows past ``here`` give unread sums
+                    for cg in range(0, min(NB, width - t * NB), NC):
+                        madd_tile(apanel, np.int64(0), np.int64(lda), tile,
+                                  np.int64(t * kc * NB + 2 * cg), np.int64(pairs), block,
+                                  np.int64(t * NB + cg), np.int64(cols))
+                if single:  # K in one block: requantize straight from the int32 sums
+                    for i in range(here):
+                        m = r0 + i
+                        ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp,
+                                               g[G_OZ], o_flip)
+                        out = np.uint64(oo + m * o_sm + n0 * o_sn)
+                        src = np.uint64(i * cols)
+                        vec = np.uint64(0)
+                        if uniform:
+                            f = ratio * bs[0]
+                            vec = np.uint64(width - width % RQ)
+                            requantize8(block, np.int64(src), zeros, np.int64(0), np.int64(vec),
+                                        0.0, f, z, lo, hi, y, np.int64(out),
+                                        abs(f) * max_total < 2.0 ** 30)
+                        for j in range(vec, np.uint64(width)):
+                            q = quantize(block[src + j], ratio * bs[j], z, lo, hi)
+                            y[out + j * np.uint64(o_sn)] = to_byte(q)
+                    continue
+                for i in range(here):
+                    at = np.uint64((r0 + i - m0) * cols)
+                    src = np.uint64(i * cols)
+                    for j in range(np.uint64(cols)):
+                        acc[at + j] += block[src + j]
+        if single:
+            continue
+        for m in range(m0, m1):
+            ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ], o_flip)
+            at = np.uint64((m - m0) * cols)
+            out = np.uint64(oo + m * o_sm + n0 * o_sn)
+            for j in range(np.uint64(width)):
+                q = quantize(acc[at + j], ratio * bs[j], z, lo, hi)
+                y[out + j * np.uint64(o_sn)] = to_byte(q)

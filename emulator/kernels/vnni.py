@@ -1,15 +1,22 @@
-"""An int8 GEMM micro-kernel on AVX512-VNNI (vpdpbusd), emitted as LLVM IR.
+"""The int8 GEMM of QLMM on AVX512-VNNI (vpdpbusd), its micro-kernel emitted as LLVM IR.
 
 Numba has no vector types, and LLVM does not form vpdpbusd from scalar code (it stops at 16-bit
 dot products), so ``vnni_tile`` is a Numba intrinsic that writes the loop itself: a 6 x 64 tile
 of int32 accumulators held in 24 zmm registers, each 4-k step loading four 64-byte B vectors and
 broadcasting 4 bytes of each A row. vpdpbusd multiplies unsigned bytes (A) by signed bytes (B)
-and adds groups of four into int32 lanes, exactly.
+and adds groups of four into int32 lanes, exactly. Where the CPU has no avx512vnni the same
+arithmetic is emitted as plain LLVM vector code (exact too, slower): the kernels stay testable on
+every machine, and ``qgemm.qlmm`` remains the path the plan takes there.
 
 Packing makes every INT8/UINT8 pair fit: an INT8 A is shifted to unsigned (a + 128) and a UINT8 B
 to signed (b - 128); the shifts and the zero points are corrected exactly afterwards from the row
-sums of A and the column sums of B (see ``gemm_requantize``). Used only where the CPU reports
-avx512vnni (``HAS_VNNI``); ``qgemm.gemm`` is the portable path.
+sums of A and the column sums of B (see ``qlmm``).
+
+``qlmm`` is one parallel pass over tasks of (batch, rows of A, span of column tiles). A task packs
+its B panels itself (unless ``pack_b`` packed every distinct B beforehand, for large matrices
+whose rows are split among several tasks), then for each block of BLOCK_TILES * MR rows packs A
+and requantizes every int32 tile straight into the output. Scratch is per task and bounded (see
+ops/qlmm.py), never sized by the batch count or a broadcast dimension.
 """
 
 from __future__ import annotations
@@ -23,19 +30,51 @@ from numba.extending import intrinsic
 
 from .index import offsets4
 from .jit import helper, kernel, prange
-from .qgemm import quantize, row_factors
+from .qgemm import (
+    B_A,
+    B_B,
+    B_DISTINCT,
+    B_O,
+    B_SIZES,
+    G_A_FLIP,
+    G_A_SK,
+    G_A_SM,
+    G_AS,
+    G_AZ,
+    G_B_FLIP,
+    G_B_SK,
+    G_B_SN,
+    G_BS,
+    G_BZ,
+    G_HI,
+    G_K,
+    G_LO,
+    G_M,
+    G_N,
+    G_O_FLIP,
+    G_O_SM,
+    G_O_SN,
+    G_OS,
+    G_OZ,
+    G_WORDS,
+    RQ,
+    _address,
+    floats,
+    quantize,
+    requantize8,
+    row_factors,
+    to_byte,
+    value,
+    words32,
+)
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
 NV = 4  # 16-lane vectors of columns per tile
 NR = 16 * NV  # columns per tile
 K4_BLOCK = 16384  # 4-k groups per int32 accumulation: 255 * 128 * 65536 < 2^31
-BLOCK_TILES = 8  # tiles of MR rows per task: A rows and their int32 results stay in cache
-
-
-def _address(context, builder, array_type, array, byte_offset):
-    data = context.make_array(array_type)(context, builder, array).data
-    return builder.add(builder.ptrtoint(data, ir.IntType(64)), byte_offset)
+BLOCK_TILES = 8  # tiles of MR rows per block: A rows and their int32 results stay in cache
+BLOCK_ROWS = BLOCK_TILES * MR
 
 
 @intrinsic
@@ -56,8 +95,23 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
         b_base = _address(context, builder, bp_t, args[2], args[3])
         c_base = _address(context, builder, c_t, args[5], builder.mul(args[6], ir.Constant(i64, 4)))
         count = args[4]
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v16, [v16, v16, v16]),
-                                            "llvm.x86.avx512.vpdpbusd.512")
+        if HAS_VNNI:
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(v16, [v16, v16, v16]),
+                "llvm.x86.avx512.vpdpbusd.512")
+
+            def dot4(acc, a, b):
+                return builder.call(fn, [acc, a, b])
+        else:
+            def dot4(acc, a, b):  # the same sums in plain vector IR (any CPU)
+                v64b, v64 = ir.VectorType(ir.IntType(8), 64), ir.VectorType(i32, 64)
+                prod = builder.mul(builder.zext(builder.bitcast(a, v64b), v64),
+                                   builder.sext(builder.bitcast(b, v64b), v64))
+                for q in range(4):
+                    lanes = ir.Constant(v16, [4 * lane + q for lane in range(16)])
+                    acc = builder.add(acc, builder.shuffle_vector(
+                        prod, ir.Constant(v64, ir.Undefined), lanes))
+                return acc
         zero = ir.Constant(v16, [0] * 16)
         entry = builder.block
         body = builder.append_basic_block("vnni.body")
@@ -82,7 +136,7 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
             splat = builder.shuffle_vector(
                 builder.insert_element(ir.Constant(v16, ir.Undefined), word, ir.Constant(i32, 0)),
                 ir.Constant(v16, ir.Undefined), ir.Constant(v16, [0] * 16))
-            new.append([builder.call(fn, [acc[r][v], splat, bvec[v]]) for v in range(NV)])
+            new.append([dot4(acc[r][v], splat, bvec[v]) for v in range(NV)])
         k_next = builder.add(k, ir.Constant(i64, 1))
         k.add_incoming(k_next, body)
         for r in range(MR):
@@ -109,125 +163,206 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
 
 @helper
 def pack_b_tile(b, o, K, N, sk, sn, flip, t, panel, sums):  # pragma: no cover
-    """Pack column tile ``t`` of one B (element offset ``o``): panel[k // 4, v, l, k % 4] =
-    B[k, t * NR + 16 v + l] as int8 (UINT8 flipped by 128), zero padded; sums[j] = its column
-    sums."""
-    panel[...] = 0
-    if sn == 1:  # contiguous B rows: build each 4-k word of a column from 4 row reads
-        words = panel.reshape(-1).view(np.uint32)
-        width = np.uint64(max(0, min(NR, N - t * NR)))
-        sums[:] = 0
-        for k in range(K):
-            base = np.uint64(o + k * sk + t * NR)
-            at = np.uint64((k >> 2) * NR)
-            shift = np.uint32(8 * (k & 3))
-            for j in range(width):
-                v = np.int8(np.uint8(b[base + j]) ^ flip)
-                words[at + j] |= np.uint32(np.uint8(v)) << shift
-                sums[j] += np.int64(v)
+    """Pack column tile ``t`` of one B (element offset ``o``): word (g, j) of ``panel`` (int8,
+    groups x NR words) holds B[4 g + q, t * NR + j] in byte q, as int8 (a UINT8 B flipped by
+    128: ``flip``); sums[j] (int32) = the column sums of the packed values. Bytes past K and
+    columns past N are left as they were: A's panel is zero past K, and the sums of columns past
+    N are never read."""
+    words = panel.view(np.uint32)
+    groups = words.size // NR
+    n0 = t * NR
+    width = max(0, min(NR, N - n0))
+    f = np.uint8(flip)
+    sums[:] = 0
+    if sn == 1:  # unit-stride B rows: four row reads build each column's word (vectorised)
+        for gi in range(groups):
+            k = 4 * gi
+            out = np.uint64(gi * NR)
+            r0 = np.uint64(o + k * sk + n0)
+            if k + 4 <= K:
+                r1 = r0 + np.uint64(sk)
+                r2 = r1 + np.uint64(sk)
+                r3 = r2 + np.uint64(sk)
+                for j in range(np.uint64(width)):
+                    v0 = b[r0 + j] ^ f
+                    v1 = b[r1 + j] ^ f
+                    v2 = b[r2 + j] ^ f
+                    v3 = b[r3 + j] ^ f
+                    words[out + j] = (np.uint32(v0) | (np.uint32(v1) << np.uint32(8))
+                                      | (np.uint32(v2) << np.uint32(16))
+                                      | (np.uint32(v3) << np.uint32(24)))
+                    sums[j] += (np.int32(np.int8(v0)) + np.int32(np.int8(v1))
+                                + np.int32(np.int8(v2)) + np.int32(np.int8(v3)))
+            else:  # the last, partial group of 1 to 3 k rows
+                for j in range(np.uint64(width)):
+                    words[out + j] = 0
+                for q in range(K - k):
+                    at = r0 + np.uint64(q * sk)
+                    shift = np.uint32(8 * q)
+                    for j in range(np.uint64(width)):
+                        v = b[at + j] ^ f
+                        words[out + j] |= np.uint32(v) << shift
+                        sums[j] += np.int32(np.int8(v))
         return
-    for j in range(NR):
-        n = t * NR + j
-        total = np.int64(0)
-        if n < N:
-            for k in range(K):
-                v = np.int8(np.uint8(b[np.uint64(o + k * sk + n * sn)]) ^ flip)
-                panel[k >> 2, j >> 4, j & 15, k & 3] = v
-                total += np.int64(v)
+    for j in range(width):  # any other layout (a transposed B: unit stride along k)
+        base = np.uint64(o + (n0 + j) * sn)
+        total = np.int32(0)
+        for k in range(K):
+            v = np.int8(b[base + np.uint64(k * sk)] ^ f)
+            panel[np.uint64((k >> 2) * NR * 4 + j * 4 + (k & 3))] = v
+            total += np.int32(v)
         sums[j] = total
 
 
 @kernel
-def pack_b(b, bsizes, bb, batches, K, N, sk, sn, flip, out, col_sums):  # pragma: no cover
-    """Pack every column tile of every B (see ``pack_b_tile``); col_sums[b, n]."""
-    tiles = out.shape[1]
-    for task in prange(batches * tiles):
-        bi = task // tiles
-        t = task - bi * tiles
-        o, _, _, _ = offsets4(bi, bsizes, bb, bb, bb, bb)
-        sums = np.empty(NR, np.int64)
-        pack_b_tile(b, o, K, N, sk, sn, flip, t, out[bi, t], sums)
-        for j in range(min(NR, N - t * NR)):
-            col_sums[bi, t * NR + j] = sums[j]
+def pack_b(b, distinct, g, out, cols):  # pragma: no cover
+    """Pack every column tile of every distinct B (see ``pack_b_tile``): out[d, t] and
+    cols[d, t]. ``distinct``: the sizes and B strides of the batch dimensions along which B is
+    not broadcast."""
+    ntiles = out.shape[1]
+    flip = 128 - g[G_B_FLIP]
+    for task in prange(out.shape[0] * ntiles):
+        d = task // ntiles
+        t = task - d * ntiles
+        o, _, _, _ = offsets4(d, distinct[0], distinct[1], distinct[1], distinct[1], distinct[1])
+        pack_b_tile(b, o, g[G_K], g[G_N], g[G_B_SK], g[G_B_SN], flip, t, out[d, t], cols[d, t])
 
 
 @kernel
-def gemm_requantize(a, a32, words, bsizes, ba, bo, batches, M, K, N, a_sm, a_sk, a_flip, bp,
-                    cols, zbq,
-                    bsc, ascale, as_step, oscale, os_step, ozp, oz_step, has_oz, azp, az_step,
-                    has_az, a_shift, lo, hi, y, o_sm, o_sn):  # pragma: no cover
-    """One task per block of BLOCK_TILES * MR rows of A: pack them (uint8, row sums), multiply
-    by every packed B tile into a small int32 block, and requantize that block straight into
-    the output, so nothing of size M x N is ever written but the output.
+def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, prepacked, rows,
+         span):  # pragma: no cover
+    """Output = the requantized A x B of every batch. A task: one batch, ``rows`` rows of A (in
+    blocks of BLOCK_ROWS) and ``span`` column tiles. ``bp``/``cols``: the B panels and column
+    sums of ``pack_b`` when ``prepacked``, else unused (each task packs its own). Tensors are
+    bytes (uint8), as in ``qgemm.qlmm``.
 
-    Exact sum of (a - za)(b - zb) = acc - zb'·rows[m] - za'·cols[n] + K·za'·zb', with
-    za' = za + a_shift and zb' (``zbq``) = zb - b_shift undoing the packing's shifts."""
-    groups = bp.shape[2]
-    ntiles = bp.shape[1]
-    mtiles = (M + MR - 1) // MR
-    blocks = (mtiles + BLOCK_TILES - 1) // BLOCK_TILES
-    flat_b = bp.reshape(-1)
-    b_panel = groups * NR * 4
+    Exact sum over k of (a - za)(b - zb) = acc - zb'·(rowsum[m] - K·za') - za'·colsum[n], with
+    the packed values a' = a + a_shift, b' = b - b_shift, za' = za + a_shift and zb' = zb -
+    b_shift; every term is an integer below 2^53, so it is summed exactly in float64 before the
+    one rounding."""
+    size_m, size_k, size_n = g[G_M], g[G_K], g[G_N]
+    a_sm, a_sk, o_sm, o_sn = g[G_A_SM], g[G_A_SK], g[G_O_SM], g[G_O_SN]
+    a_flip = g[G_A_FLIP]  # INT8 A -> unsigned: the packed byte is byte ^ 128
+    b_flip = 128 - g[G_B_FLIP]  # UINT8 B -> signed: the packed byte is byte ^ 128
+    b_shift = 128 - g[G_B_FLIP]
+    lo, hi = np.float64(g[G_LO]), np.float64(g[G_HI])
+    words = g[G_WORDS] != 0
+    sizes = batch[B_SIZES]
+    batches = np.int64(1)
+    for s in sizes:
+        batches *= s
+    groups = (size_k + 3) // 4
+    panel_bytes = groups * NR * 4
+    a_panel = groups * MR * 4
+    ntiles = (size_n + NR - 1) // NR
+    chunks = (size_m + rows - 1) // rows
+    spans = (ntiles + span - 1) // span
     flip32 = np.uint32(a_flip) * np.uint32(0x01010101)
-    for task in prange(batches * blocks):
-        bi = task // blocks
-        blk = task - bi * blocks
-        t0 = blk * BLOCK_TILES
-        tiles = min(BLOCK_TILES, mtiles - t0)
-        oa, oo, _, _ = offsets4(bi, bsizes, ba, bo, bo, bo)
-        panel = np.zeros(tiles * groups * MR * 4, np.uint8)
+    flat_bp = bp.reshape(-1)
+    flat_cols = cols.reshape(-1)
+    a32 = words32(a)
+    ascale, bscale, oscale = floats(ascale), floats(bscale), floats(oscale)
+    # Per-tensor zero points and B scale: the column term is the same for every row.
+    uniform = g[G_AZ] == 0 and g[G_BZ] == 0 and g[G_BS] == 0
+    max_total = 255.0 * 255.0 * size_k  # |sum of (a - za)(b - zb)| never exceeds it
+    for task in prange(batches * chunks * spans):
+        bi = task // (chunks * spans)
+        r = task - bi * chunks * spans
+        c = r // spans
+        t0 = (r - c * spans) * span
+        t1 = min(ntiles, t0 + span)
+        oa, ob, oo, od = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O],
+                                  batch[B_DISTINCT])
+        if prepacked:
+            panels = flat_bp
+            pbase = (od * ntiles + t0) * panel_bytes
+            sums = flat_cols
+            sbase = (od * ntiles + t0) * NR
+        else:
+            panels = np.empty((t1 - t0) * panel_bytes, np.int8)
+            sums = np.empty((t1 - t0) * NR, np.int32)
+            for t in range(t0, t1):
+                at = (t - t0) * panel_bytes
+                pack_b_tile(b, ob, size_k, size_n, g[G_B_SK], g[G_B_SN], b_flip, t,
+                            panels[at:at + panel_bytes], sums[(t - t0) * NR:(t - t0 + 1) * NR])
+            pbase = 0
+            sbase = 0
+        # Column factors of the span, in float64: -zb', BScale, the column sums, -za'·sums.
+        n0 = t0 * NR
+        width = min(size_n, t1 * NR) - n0
+        f64 = np.empty(4 * width + 2 * BLOCK_ROWS, np.float64)  # one allocation, carved
+        nzb = f64[:width]
+        bsf = f64[width:2 * width]
+        colf = f64[2 * width:3 * width]
+        colterm = f64[3 * width:4 * width]
+        ratio = f64[4 * width:4 * width + BLOCK_ROWS]
+        zo = f64[4 * width + BLOCK_ROWS:]
+        za0 = np.float64(np.int64(azp[0]) ^ a_flip)
+        for j in range(width):
+            n = n0 + j
+            nzb[j] = -np.float64(value(bzp, n * g[G_BZ], g[G_B_FLIP]) - b_shift)
+            bsf[j] = np.float64(bscale[np.uint64(n * g[G_BS])])
+            colf[j] = np.float64(sums[sbase + j])
+            colterm[j] = -za0 * colf[j]
+        m_end = min(size_m, (c + 1) * rows)
+        panel = np.empty(BLOCK_TILES * a_panel, np.uint8)
         panel32 = panel.view(np.uint32)
-        rows = tiles * MR
-        row_sums = np.zeros(rows, np.int64)
-        ratio = np.empty(rows, np.float64)
-        zo = np.empty(rows, np.float64)
-        za = np.empty(rows, np.int64)
-        for i in range(min(rows, M - t0 * MR)):
-            m = t0 * MR + i
-            t = i // MR
-            r = i - t * MR
-            base = np.uint64(oa + m * a_sm)
-            total = np.int64(0)
-            tile_base = np.uint64(t * groups * MR * 4 + r * 4)
-            if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
-                for k in range(np.uint64(K)):
-                    total += np.int64(np.uint8(a[base + k]) ^ a_flip)
-                w0 = base >> np.uint64(2)
-                wt = tile_base >> np.uint64(2)
-                for g in range(np.uint64(K >> 2)):
-                    panel32[wt + g * np.uint64(MR)] = a32[w0 + g] ^ flip32
-            else:
-                for k in range(np.uint64(K)):
-                    v = np.uint8(np.uint8(a[base + k * np.uint64(a_sk)]) ^ a_flip)
-                    panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
-                          + (k & np.uint64(3))] = v
-                    total += np.int64(v)
-            row_sums[i] = total
-            ratio[i], zo[i] = row_factors(m, ascale, as_step, oscale, os_step, ozp, oz_step,
-                                          has_oz)
-            za[i] = np.int64(a_shift) + (np.int64(azp[np.uint64(m * az_step)]) if has_az else 0)
-        block = np.empty(rows * NR, np.int32)
-        for nt in range(ntiles):
-            for t in range(tiles):
-                vnni_tile(panel, np.int64(t * groups * MR * 4), flat_b,
-                          np.int64((bi * ntiles + nt) * b_panel), np.int64(groups), block,
-                          np.int64(t * MR * NR), np.int64(NR))
-            width = min(NR, N - nt * NR)
-            for i in range(min(rows, M - t0 * MR)):
-                m = t0 * MR + i
-                t1 = row_sums[i] - K * za[i]
-                out = np.uint64(oo + m * o_sm + nt * NR * o_sn)
-                col = cols[bi, nt * NR:nt * NR + width]
-                zb = zbq[nt * NR:nt * NR + width]
-                bs = bsc[nt * NR:nt * NR + width]
-                acc = block[i * NR:i * NR + width]
-                r_i, z_i, za_i = ratio[i], zo[i], za[i]
-                if o_sn == 1:
-                    for j in range(width):
-                        total = np.int64(acc[j]) - zb[j] * t1 - za_i * col[j]
-                        y[out + np.uint64(j)] = quantize(total, r_i * bs[j], z_i, lo, hi)
+        i64 = np.empty(2 * BLOCK_ROWS, np.int64)
+        row_sums = i64[:BLOCK_ROWS]
+        za = i64[BLOCK_ROWS:]
+        block = np.empty(BLOCK_ROWS * NR, np.int32)
+        for m0 in range(c * rows, m_end, BLOCK_ROWS):
+            count = min(BLOCK_ROWS, m_end - m0)
+            tiles = (count + MR - 1) // MR
+            panel[:tiles * a_panel] = 0
+            for i in range(count):  # pack the block's rows of A (unsigned), with their sums
+                m = m0 + i
+                base = np.uint64(oa + m * a_sm)
+                total = np.int64(0)
+                tile_base = np.uint64((i // MR) * a_panel + (i % MR) * 4)
+                if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
+                    for k in range(np.uint64(size_k)):
+                        total += np.int64(a[base + k] ^ np.uint8(a_flip))
+                    w0 = base >> np.uint64(2)
+                    wt = tile_base >> np.uint64(2)
+                    for gi in range(np.uint64(size_k >> 2)):
+                        panel32[wt + gi * np.uint64(MR)] = a32[w0 + gi] ^ flip32
                 else:
-                    for j in range(width):
-                        total = np.int64(acc[j]) - zb[j] * t1 - za_i * col[j]
-                        y[out + np.uint64(j) * np.uint64(o_sn)] = quantize(total, r_i * bs[j],
-                                                                           z_i, lo, hi)
+                    for k in range(np.uint64(size_k)):
+                        v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
+                        panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
+                              + (k & np.uint64(3))] = v
+                        total += np.int64(v)
+                row_sums[i] = total
+                ratio[i], zo[i] = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ],
+                                              g[G_O_FLIP])
+                za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
+            for t in range(t0, t1):
+                for mt in range(tiles):
+                    vnni_tile(panel, np.int64(mt * a_panel), panels,
+                              np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups), block,
+                              np.int64(mt * MR * NR), np.int64(NR))
+                j0 = np.uint64((t - t0) * NR)  # unsigned indices: no wrap-around fix-up,
+                w = np.uint64(min(NR, size_n - t * NR))  # which turned these loads into gathers
+                for i in range(count):
+                    out = np.uint64(oo + (m0 + i) * o_sm + t * NR * o_sn)
+                    t1f = np.float64(row_sums[i] - size_k * za[i])
+                    at = np.uint64(i * NR)
+                    r_i, z_i = ratio[i], zo[i]
+                    if uniform and o_sn == 1:  # the common case: RQ lanes, then one by one
+                        rowterm = nzb[0] * t1f
+                        f = r_i * bsf[0]
+                        vec = w - w % np.uint64(RQ)
+                        requantize8(block, np.int64(at), colterm, np.int64(j0), np.int64(vec),
+                                    rowterm, f, z_i, lo, hi, y, np.int64(out),
+                                    abs(f) * max_total < 2.0 ** 30)
+                        for j in range(vec, w):
+                            total = np.float64(block[at + j]) + (rowterm + colterm[j0 + j])
+                            y[out + j] = to_byte(quantize(total, f, z_i, lo, hi))
+                    else:
+                        nza = -np.float64(za[i])
+                        for j in range(w):
+                            total = np.float64(block[at + j]) + (nzb[j0 + j] * t1f
+                                                                 + nza * colf[j0 + j])
+                            y[out + j * np.uint64(o_sn)] = to_byte(
+                                quantize(total, r_i * bsf[j0 + j], z_i, lo, hi))

@@ -5,7 +5,7 @@ each INT8 or UINT8, with FLOAT32 scales and optional zero points (0 when absent)
     Output[m, n] = saturate(round_half_even(acc * ((AScale / OutputScale) * BScale))
                             + OutputZeroPoint)                               (float64)
 
-**Decision** (directml.md §5): one rounding, evaluated in float64 from the float32 scales in the
+**Decision** (docs/decisions.md): one rounding, evaluated in float64 from the float32 scales in the
 order written (the division once per row); a NaN result gives OutputZeroPoint.
 
 Rules: A, B and Output share a DimensionCount and their batch sizes; B's K equals A's; Output is
@@ -18,12 +18,17 @@ aligned.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
-from ..plan import QLMMPlan
+from ..errors import E_OUTOFMEMORY, DMLError
+from ..plan import collapse
 from ..validation import Context, Tensor, fmt, same
 from .common import FLOAT32, INT8, UINT8
 
@@ -83,6 +88,222 @@ def check_quantization_shape(ctx: Context, name: str, t: Tensor, m: int, n: int)
 
 def plan(v: SimpleNamespace) -> QLMMPlan:
     return QLMMPlan.build(v)
+
+
+# The VNNI path is taken where the CPU has it; tests switch it off to check the portable path, or
+# force it (its micro-kernel then runs as plain vector code) to check it on any machine.
+USE_VNNI: bool | None = None  # None: where the CPU has avx512vnni
+# Scratch (see kernels/qgemm.py and kernels/vnni.py): each task holds fixed-size tiles; the VNNI
+# path may also pack every distinct B once up front, when that takes at most PREPACK_LIMIT bytes.
+# Nothing is sized by the batch count or by a broadcast dimension of A or B.
+PREPACK_LIMIT = 256 << 20
+PANEL_LIMIT = 2 << 20  # B panels packed by one VNNI task (at least one column tile)
+FUSED_BLOCKS = 4  # up to this many row blocks of one batch in a task, B is packed in the task
+PORTABLE_ROWS = 256  # rows of one portable task at most
+PORTABLE_PANEL = 1 << 20  # bytes of packed B (and of int64 sums) one portable task holds
+TASKS_PER_THREAD = 3  # enough tasks that uneven ones still balance
+_ZERO = np.zeros(1, np.uint8)  # an absent zero point: 0, read with step 0
+_NO_PANELS = (np.empty((0, 0, 0), np.int8), np.empty((0, 0, 0), np.int32))
+
+
+def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Scratch memory for a dispatch, taken before anything is written: when the process has
+    none left, E_OUTOFMEMORY and no buffer changed."""
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError:
+        raise DMLError(E_OUTOFMEMORY, "DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: no memory "
+                       f"for {math.prod(shape) * np.dtype(dtype).itemsize} bytes of scratch "
+                       "(packed BTensor)") from None
+
+
+@dataclass(frozen=True, eq=False)
+class QLMMPlan:
+    """Quantized matmul over every batch (kernels/qgemm.py, kernels/vnni.py).
+
+    ``dims``: M, K, N, the matrices' element strides, the scale/zero-point steps along M or N (0:
+    per-tensor), the INT8 flips and the output range, by name (the kernels read them as one int64
+    vector, ``geometry``); ``batch``: collapsed batch sizes, the A, B and Output batch strides, and
+    each batch's index among the distinct B matrices; ``distinct``: the sizes and B strides of the
+    batch dimensions along which B varies."""
+
+    dims: dict
+    batch: np.ndarray
+    distinct: np.ndarray
+    batches: int
+    distinct_count: int
+    present: frozenset  # the scale and zero-point bind points the desc has
+    launches: dict = field(default_factory=dict)  # strategy per (threads, USE_VNNI)
+
+    @classmethod
+    def build(cls, v: Any) -> QLMMPlan:
+        a, b, o = v.ATensor, v.BTensor, v.OutputTensor
+        sizes, sa, sb, so = collapse(a.sizes[:-2] or (1,), a.strides[:-2] or (0,),
+                                     b.strides[:-2] or (0,), o.strides[:-2] or (0,))
+        # Index among the distinct B matrices: the dimensions where B's stride is 0 add nothing.
+        index = [0] * len(sizes)
+        count = 1
+        for i in range(len(sizes) - 1, -1, -1):
+            if sb[i] != 0:
+                index[i] = count
+                count *= sizes[i]
+        kept = [i for i in range(len(sizes)) if sb[i] != 0]
+        distinct = (np.array([[sizes[i] for i in kept], [sb[i] for i in kept]], np.int64)
+                    if kept else np.array([[1], [0]], np.int64))
+        m, k = a.sizes[-2:]
+        dims = {"M": m, "K": k, "N": b.sizes[-1], "A_SM": a.strides[-2], "A_SK": a.strides[-1],
+                "B_SK": b.strides[-2], "B_SN": b.strides[-1], "O_SM": o.strides[-2],
+                "O_SN": o.strides[-1]}
+        for name, key, along in (("AScaleTensor", "AS", -2), ("AZeroPointTensor", "AZ", -2),
+                                 ("BScaleTensor", "BS", -1), ("BZeroPointTensor", "BZ", -1),
+                                 ("OutputScaleTensor", "OS", -2),
+                                 ("OutputZeroPointTensor", "OZ", -2)):
+            t = getattr(v, name)
+            dim = t.dim_count + along if t is not None else -1
+            dims[key] = t.strides[dim] if t is not None and dim >= 0 and t.sizes[dim] > 1 else 0
+        for t, key in ((a, "A_FLIP"), (b, "B_FLIP"), (o, "O_FLIP")):
+            dims[key] = 128 if t.data_type == INT8 else 0
+        info = np.iinfo(o.dtype)
+        dims["LO"], dims["HI"] = int(info.min), int(info.max)
+        dims["WORDS"] = int(a.strides[-1] == 1 and k % 4 == 0 and a.strides[-2] % 4 == 0
+                            and all(s % 4 == 0 for s in sa))
+        present = frozenset(name for name in (*SCALES, *ZERO_POINTS)
+                            if getattr(v, name) is not None)
+        batch = np.array([sizes, sa, sb, so, index], np.int64)
+        return cls(dims, batch, distinct, math.prod(sizes), count, present)
+
+    @property
+    def m(self) -> int:
+        return int(self.dims["M"])
+
+    @property
+    def k(self) -> int:
+        return int(self.dims["K"])
+
+    @property
+    def n(self) -> int:
+        return int(self.dims["N"])
+
+    @cached_property
+    def geometry(self) -> np.ndarray:
+        """``dims`` as the kernels' int64 vector (built at the first dispatch: the slot numbers
+        live with the kernels, whose module imports Numba)."""
+        from ..kernels import qgemm
+
+        g = np.zeros(qgemm.G_SIZE, np.int64)
+        for key, value in self.dims.items():
+            g[getattr(qgemm, "G_" + key)] = value
+        return g
+
+    def strategy(self, threads: int) -> tuple:
+        """How to run at this thread count: ("portable", rows per task, column tiles per task)
+        or ("vnni", pack every distinct B up front?, rows per task, column tiles per task).
+        Decided once per thread count (and test switch)."""
+        key = (threads, USE_VNNI)
+        if key not in self.launches:
+            vnni = _kernels()[1]
+            wanted = vnni.HAS_VNNI if USE_VNNI is None else USE_VNNI
+            if wanted and self.k <= 4 * vnni.K4_BLOCK:  # K within one exact int32 block
+                self.launches[key] = ("vnni", *self.vnni_strategy(threads))
+            else:
+                self.launches[key] = ("portable", *self.portable_strategy(threads))
+        return self.launches[key]
+
+    def vnni_strategy(self, threads: int) -> tuple[bool, int, int]:
+        """(pack every distinct B up front?, rows of A per task, column tiles per task).
+
+        A task that holds every row of its batch packs its own B panels: one parallel pass, no
+        B packed twice (the batched small GEMMs of attention). B is packed up front when it is
+        shared by several batches, or when a batch's rows are many or must be split among
+        tasks to keep every thread busy, as long as that takes at most PREPACK_LIMIT bytes."""
+        from ..kernels.vnni import BLOCK_ROWS, NR
+
+        target = TASKS_PER_THREAD * threads
+        ntiles = -(-self.n // NR)
+        panel = -(-self.k // 4) * NR * 4
+        blocks = -(-self.m // BLOCK_ROWS)
+        span_cap = max(1, PANEL_LIMIT // panel)
+        spans = max(-(-ntiles // span_cap), min(ntiles, -(-target // self.batches)))
+        prepack = (self.distinct_count * ntiles * (panel + 4 * NR) <= PREPACK_LIMIT
+                   and (self.distinct_count < self.batches or blocks > FUSED_BLOCKS
+                        or (self.batches * spans < target and blocks > 1)))
+        rows = self.m
+        if prepack or (self.batches * spans < target and blocks > 1):
+            chunks = min(blocks, -(-target // self.batches))
+            rows = BLOCK_ROWS * -(-blocks // chunks)
+            chunks = -(-self.m // rows)
+            spans = max(-(-ntiles // span_cap) if not prepack else 1,
+                        min(ntiles, -(-target // (self.batches * chunks))))
+        return prepack, rows, -(-ntiles // spans)
+
+    def portable_strategy(self, threads: int) -> tuple[int, int]:
+        """(rows per task, column tiles per task): all of a batch's rows (up to PORTABLE_ROWS)
+        and columns (up to PORTABLE_PANEL bytes of packed B), split further where that leaves
+        threads idle. A task packs each row of A once for all its columns."""
+        qgemm = _kernels()[0]
+        target = TASKS_PER_THREAD * threads
+        ntiles = -(-self.n // qgemm.NB)
+        kc = min(qgemm.KC, self.k + (self.k & 1))
+        span_cap = max(1, PORTABLE_PANEL // (kc * qgemm.NB * 2))
+        if self.k > kc:  # and the int64 sums of its rows stay within PORTABLE_PANEL
+            span_cap = min(span_cap, max(1, PORTABLE_PANEL // (PORTABLE_ROWS * qgemm.NB * 8)))
+        spans = -(-ntiles // span_cap)
+        rows = min(self.m, PORTABLE_ROWS)
+        chunks = -(-self.m // rows)
+        if self.batches * chunks * spans < target:  # more column spans, then more row chunks
+            spans = max(spans, min(ntiles, -(-target // (self.batches * chunks))))
+        if self.batches * chunks * spans < target:
+            chunks = min(-(-self.m // qgemm.MR), -(-target // (self.batches * spans)))
+            rows = -(-self.m // chunks)
+        return rows, -(-ntiles // spans)
+
+    def reserve(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dispatch's scratch that grows with the data (every distinct B packed, at most
+        PREPACK_LIMIT bytes; empty arrays when the strategy packs in the tasks), taken now: the
+        caller may take every command's before running any (E_OUTOFMEMORY if it cannot)."""
+        vnni, threads = _kernels()[1:]
+        how = self.strategy(threads())
+        if how[0] != "vnni" or not how[1]:
+            return _NO_PANELS
+        shape = (self.distinct_count, -(-self.n // vnni.NR), -(-self.k // 4) * vnni.NR * 4)
+        return scratch(shape, np.int8), scratch((*shape[:2], vnni.NR), np.int32)
+
+    def run(self, regions: Mapping[str, np.ndarray],
+            reserved: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Execute; ``reserved``: what ``reserve`` returned for this dispatch, if taken before."""
+        # Every tensor goes to the kernels as its bytes: typed views are made there, for free.
+        qgemm, vnni, threads = _kernels()
+        present = self.present
+        args = (regions["ATensor"], regions["BTensor"], regions["OutputTensor"],
+                regions["AScaleTensor"], regions["BScaleTensor"], regions["OutputScaleTensor"],
+                regions["AZeroPointTensor"] if "AZeroPointTensor" in present else _ZERO,
+                regions["BZeroPointTensor"] if "BZeroPointTensor" in present else _ZERO,
+                regions["OutputZeroPointTensor"] if "OutputZeroPointTensor" in present else _ZERO,
+                self.batch, self.geometry)
+        how = self.strategy(threads())
+        if how[0] == "portable":
+            qgemm.qlmm(*args, *how[1:])
+            return
+        _, prepack, rows, span = how
+        bp, cols = reserved if reserved is not None else self.reserve()  # before any write
+        if prepack:
+            vnni.pack_b(regions["BTensor"], self.distinct, self.geometry, bp, cols)
+        vnni.qlmm(*args, bp, cols, prepack, rows, span)
+
+
+_KERNELS: tuple = ()
+
+
+def _kernels() -> tuple:
+    """(kernels.qgemm, kernels.vnni, numba.get_num_threads), imported at the first dispatch."""
+    global _KERNELS
+    if not _KERNELS:
+        import numba
+
+        from ..kernels import qgemm, vnni
+
+        _KERNELS = (qgemm, vnni, numba.get_num_threads)
+    return _KERNELS
 
 
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
