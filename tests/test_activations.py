@@ -1,5 +1,6 @@
 """Activation operators: accuracy against a long-double reference (every FLOAT16 input within 1 ULP,
-FLOAT32 within 4 ULP), the softmax family, PARAMETERIZED_RELU, in-place execution and the
+FLOAT32 within 4 ULP), edge values (NaN, ±inf, ±0) as each page's formula gives them, the softmax
+family (rows with infinities included), PARAMETERIZED_RELU, in-place execution and the
 feature-level accept/reject matrix."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from emulator import (
     min_feature_level,
 )
 from emulator.activations import ACTIVATIONS, BY_OPERATOR
-from emulator.kernels.activation import unary
+from emulator.kernels.activation import activate, unary
 from emulator.ops.softmax import row_function
 from emulator.plan import int64s
 
@@ -115,11 +116,76 @@ def test_gelu_epilogue_is_accurate_though_no_emulated_level_has_it():
         assert err.max() <= bits
 
 
-def test_nan_propagates_and_strided_layouts(device):
-    x = np.array([np.nan, -2.0, 0.5, np.inf, -np.inf, -0.0], np.float32)
-    for act in EXECUTABLE:
-        [y] = device.execute(activation_op(act, tensor_desc(x)), [x])
-        assert np.isnan(y[0]), act.name
+# The page's formula, read literally (docs/decisions.md), at x = NaN, +inf, -inf, +0, -0 with the
+# attributes of PARAMS: comparisons with NaN are false, Direct3D's max/min return the operand that
+# is not NaN (max(0, -0) = +0), inf/inf and 0·inf are NaN.
+EDGE_INPUTS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+NAN, INF, LN2 = np.nan, np.inf, float(np.log(2))
+EDGES = {
+    "IDENTITY": [NAN, INF, -INF, 0.0, -0.0],
+    "LINEAR": [NAN, INF, -INF, -0.25, -0.25],                   # 1.5·x - 0.25
+    "SIGMOID": [NAN, 1.0, 0.0, 0.5, 0.5],
+    "HARD_SIGMOID": [1.0, 1.0, 0.0, 0.5, 0.5],                  # min(NaN, 1) = 1
+    "TANH": [NAN, 1.0, -1.0, 0.0, -0.0],
+    "SCALED_TANH": [NAN, 1.7159, -1.7159, 0.0, -0.0],
+    "RELU": [0.0, INF, 0.0, 0.0, 0.0],                          # max(0, NaN) = 0, max(0, -0) = +0
+    "LEAKY_RELU": [NAN, INF, -INF, 0.0, -0.0],                  # -0 >= 0; NaN: Alpha·NaN
+    "THRESHOLDED_RELU": [0.0, INF, 0.0, 0.0, 0.0],              # NaN > Alpha is false
+    "ELU": [NAN, INF, -1.3, 0.0, -0.0],
+    "CELU": [0.0, INF, -0.7, 0.0, 0.0],                         # max(0, NaN) + min(0, NaN)
+    "SCALED_ELU": [NAN, INF, -1.6732632 * 1.0507010, 0.0, 0.0],  # Gamma·(Alpha - Alpha) = +0
+    "SOFTPLUS": [NAN, INF, 0.0, LN2 / 2, LN2 / 2],
+    "PARAMETRIC_SOFTPLUS": [NAN, INF, 0.0, 0.8 * LN2, 0.8 * LN2],
+    "SOFTSIGN": [NAN, NAN, NAN, 0.0, -0.0],                     # inf/(1 + inf) = NaN
+    "SHRINK": [0.0, INF, -INF, 0.0, 0.0],                       # "0, otherwise", NaN included
+    "GELU": [NAN, INF, NAN, 0.0, -0.0],                         # -inf·(1 + erf(-inf)) = -inf·0
+}
+
+
+def assert_edges(got: np.ndarray, want, what: str) -> None:
+    """NaN where ``want`` is NaN; elsewhere the same sign bit and within 1 ULP."""
+    want = np.asarray(want, np.float64).astype(got.dtype)
+    assert (np.isnan(got) == np.isnan(want)).all(), (what, got, want)
+    both = ~np.isnan(want)
+    assert (np.signbit(got[both]) == np.signbit(want[both])).all(), (what, got, want)
+    assert ulps(got, want).max() <= 1, (what, got, want)
+
+
+def test_every_activation_has_its_edge_values():
+    assert set(EDGES) == {a.name for a in ACTIVATIONS}
+
+
+@pytest.mark.parametrize("act", ACTIVATIONS, ids=lambda a: a.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["FLOAT32", "FLOAT16"])
+def test_edge_values_follow_the_formula(act, dtype):
+    x = np.array(EDGE_INPUTS, dtype)
+    [y] = DMLCreateDevice1().execute(activation_op(act, tensor_desc(x)), [x])  # GELU needs 5_1
+    assert_edges(y, EDGES[act.name], f"{act.name} kernel")
+    assert_edges(correctly_rounded(act, x, dtype), EDGES[act.name], f"{act.name} reference")
+
+
+def test_mvn_epilogue_has_the_same_edge_values():
+    """The float32 epilogue inside MVN runs the same loops: x is NaN, +inf, -inf, ±0."""
+    x = np.array(EDGE_INPUTS, np.float32)
+    for act in ACTIVATIONS:
+        buf, (p0, p1) = x.copy(), (*params(act), 0.0, 0.0)[:2]
+        activate(act.kind, buf, buf.size, p0, p1)
+        assert_edges(buf, EDGES[act.name], f"{act.name} float32 epilogue")
+
+
+def test_parameterized_relu_edge_values(device):
+    """x if x >= 0, slope·x otherwise: NaN stays NaN (slope·NaN), -0 stays -0, 0·-inf is NaN."""
+    for dtype, dt in ((np.float32, F32), (np.float16, F16)):
+        x = np.array([*EDGE_INPUTS, -np.inf], dtype)
+        slope = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.0], dtype)
+        op = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_PARAMETERIZED_RELU_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), SlopeTensor=tensor_desc(slope),
+            OutputTensor=tensor_desc(x)))
+        [y] = device.execute(op, [x, slope])
+        assert_edges(y, [NAN, INF, -INF, 0.0, -0.0, NAN], f"PARAMETERIZED_RELU {dt}")
+
+
+def test_strided_layouts(device):
     # Padded input, broadcast (zero-stride) input, padded output.
     act = BY_OPERATOR[DML_OPERATOR_ACTIVATION_ELU]
     raw = np.arange(40, dtype=np.float32) / 7 - 3
@@ -173,8 +239,36 @@ def test_softmax_family(device, cls, mode, dt):
     if mode == 2:
         assert y[0, 0, 1, 3] == 1 and y[0, 0, 1, 7] == 0 and y[0, 0, 2, 5] == 1
     if mode == 0:
-        np.testing.assert_allclose(np.nansum(y.astype(np.float64), axis=-1)[0, 0, [0, 1, 3, 4]], 1,
+        np.testing.assert_allclose(y.astype(np.float64).sum(axis=-1)[0, 0, [0, 1, 4]], 1,
                                    rtol=1e-2 if dt == F16 else 1e-6)
+    if mode < 2:  # the NaN row and the +inf row
+        assert np.isnan(y[0, 0, 2:4]).all()
+
+
+# Rows with infinities: the formula exp(x_i) / sum_j exp(x_j) where it is defined, NaN where it
+# is inf/inf (a +inf in the row) or 0/0 (a row of -inf).
+INF_ROWS = [  # (row, SOFTMAX, LOG_SOFTMAX, HARDMAX)
+    ([np.inf, 1.0, 2.0, 3.0], [NAN] * 4, [NAN] * 4, [1, 0, 0, 0]),
+    ([0.0, np.inf, -1.0, np.inf], [NAN] * 4, [NAN] * 4, [0, 1, 0, 0]),
+    ([np.inf, -np.inf, 0.0, 0.0], [NAN] * 4, [NAN] * 4, [1, 0, 0, 0]),
+    ([-np.inf] * 4, [NAN] * 4, [NAN] * 4, [1, 0, 0, 0]),
+    ([-np.inf, 0.0, -np.inf, 0.0], [0.0, 0.5, 0.0, 0.5], [-INF, -LN2, -INF, -LN2], [0, 1, 0, 0]),
+    ([-np.inf, 1.0, 1.0, 1.0], [0.0, 1 / 3, 1 / 3, 1 / 3], [-INF] + [-float(np.log(3))] * 3,
+     [0, 1, 0, 0]),
+]
+
+
+@pytest.mark.parametrize("cls,mode", SOFTMAXES, ids=["SOFTMAX", "LOG_SOFTMAX", "HARDMAX"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_softmax_rows_with_infinities(device, cls, mode, dt):
+    dtype = np.float32 if dt == F32 else np.float16
+    x = np.array([r[0] for r in INF_ROWS], dtype)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=cls(InputTensor=tensor_desc(x),
+                                                    OutputTensor=tensor_desc(x))), [x])
+    reference = row_function(x.astype(np.float64), mode).astype(dtype)
+    for k, row in enumerate(INF_ROWS):
+        assert_edges(y[k], row[1 + mode], f"{cls.__name__} row {k}")
+        assert_edges(reference[k], row[1 + mode], f"reference row {k}")
 
 
 def test_softmax_matches_a_plain_formula(device):

@@ -1,6 +1,7 @@
 """MEAN_VARIANCE_NORMALIZATION1 and MEAN_VARIANCE_NORMALIZATION: accuracy (unit-scale and large
-offsets), every rank and axis set, broadcast and strided Scale/Bias, fused activations, and the
-feature-level accept/reject matrix."""
+offsets), every rank and axis set, broadcast and strided Scale/Bias, fused activations, groups
+holding ±inf/NaN and constant groups (the formula element by element), and the feature-level
+accept/reject matrix."""
 
 from __future__ import annotations
 
@@ -178,10 +179,96 @@ def test_mvn_v0_cross_channel(device, cross_channel, axes):
     assert DMLCreateDevice1(feature_level="1_0").CreateOperator(op) is not None
 
 
-def test_a_constant_group_gives_zero_not_nan(device):
-    x = np.full((2, 3, 4, 4), 7.25, np.float32)
-    [y] = device.execute(mvn1(tensor_desc(x), tensor_desc(x), (2, 3)), [x])
-    assert (y == 0).all()
+@pytest.mark.parametrize("eps", [1e-5, 0.0])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_a_constant_group_is_zero_over_the_root_of_epsilon(device, dt, eps):
+    """(x - mean) / sqrt(0 + Epsilon): 0 with Epsilon > 0, 0/0 = NaN with Epsilon = 0."""
+    dtype = np.float32 if dt == F32 else np.float16
+    x = np.full((2, 3, 4, 4), 7.25, dtype)
+    [y] = device.execute(mvn1(tensor_desc(x), tensor_desc(x), (2, 3), eps=eps), [x])
+    want = normalize(x, (2, 3), None, None, True, eps, None)
+    if eps:
+        assert (y == 0).all() and (want == 0).all()
+    else:
+        assert np.isnan(y).all() and np.isnan(want).all()
+
+
+NAN, INF = np.nan, np.inf
+# Groups (rows, axes {1}) with non-finite values, and the formula's result per element.
+INF_GROUPS = [  # (group, without NormalizeVariance, with NormalizeVariance)
+    ([1.0, INF, 2.0, 3.0], [-INF, NAN, -INF, -INF], [NAN] * 4),   # mean +inf
+    ([INF, 1.0, 2.0, 3.0], [NAN, -INF, -INF, -INF], [NAN] * 4),   # +inf first (the shift)
+    ([-INF, 1.0, 2.0, 3.0], [NAN, INF, INF, INF], [NAN] * 4),     # mean -inf
+    ([INF, INF, 2.0, 3.0], [NAN, NAN, -INF, -INF], [NAN] * 4),
+    ([INF, -INF, 2.0, 3.0], [NAN] * 4, [NAN] * 4),                # mean NaN
+    ([NAN, 1.0, 2.0, 3.0], [NAN] * 4, [NAN] * 4),
+    ([1.0, 2.0, 3.0, 6.0], [-2.0, -1.0, 0.0, 3.0], [-2 / 3.5**0.5, -1 / 3.5**0.5, 0, 3 / 3.5**0.5]),
+]
+
+
+@pytest.mark.parametrize("nv", [False, True], ids=["plain", "NormalizeVariance"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_groups_holding_infinities_follow_the_formula_element_by_element(device, dt, nv):
+    dtype = np.float32 if dt == F32 else np.float16
+    x = np.array([g[0] for g in INF_GROUPS], dtype)
+    scale = np.full((1, 4), 2, dtype)
+    bias = np.full((1, 4), 0.5, dtype)
+    [y] = device.execute(mvn1(tensor_desc(x), tensor_desc(x), (1,), tensor_desc(scale),
+                              tensor_desc(bias), normalize_variance=nv, eps=0.0), [x, scale, bias])
+    want = normalize(x, (1,), scale, bias, nv, 0.0, None).astype(dtype)
+    for k, group in enumerate(INF_GROUPS):
+        expected = np.array(group[2 if nv else 1], np.float64) * 2 + 0.5
+        np.testing.assert_allclose(y[k].astype(np.float64), expected, rtol=2e-3,
+                                   err_msg=f"group {k}")
+        np.testing.assert_allclose(want[k].astype(np.float64), expected, rtol=2e-3,
+                                   err_msg=f"reference, group {k}")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernel_and_reference_agree_on_random_non_finite_values(device, seed):
+    """±inf and NaN sprinkled over random groups: element by element, the same NaN, ±inf and
+    finite values as the reference, with and without NormalizeVariance."""
+    rng = np.random.default_rng(seed)
+    dt = (F32, F16)[seed % 2]
+    dtype = np.float32 if dt == F32 else np.float16
+    sizes = [3, 4, 5, 6]
+    x = rng.standard_normal(sizes).astype(dtype)
+    flat = x.reshape(-1)
+    spots = rng.choice(flat.size, 6, replace=False)
+    flat[spots] = rng.choice(np.array([np.inf, -np.inf, np.nan, np.inf], dtype), 6)
+    scale = rng.uniform(0.5, 2, [1, 4, 1, 1]).astype(dtype)
+    bias = rng.standard_normal([1, 4, 1, 1]).astype(dtype)
+    nv, axes = bool(seed % 3), [(2, 3), (1, 3), (3,)][seed % 3]
+    [y] = device.execute(mvn1(tensor_desc(x), tensor_desc(x), axes, tensor_desc(scale),
+                              tensor_desc(bias), normalize_variance=nv), [x, scale, bias])
+    want = normalize(x, axes, scale, bias, nv, np.float32(1e-5), None).astype(dtype)
+    assert not np.isfinite(want).all()
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(y) * np.sign(y), np.isinf(want) * np.sign(want))
+    finite = np.isfinite(want)
+    if dt == F16:
+        assert ulps(y[finite], want[finite]).max() <= 1
+    else:
+        np.testing.assert_allclose(y[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_fused_activation_maps_a_nan_group_as_its_formula_says(device, dt):
+    """A group holding NaN is NaN before the epilogue; RELU (the one-loop path), HARD_SIGMOID,
+    THRESHOLDED_RELU, CELU and SHRINK then give their NaN result (0, 1, 0, 0, 0) and LEAKY_RELU
+    keeps NaN."""
+    dtype = np.float32 if dt == F32 else np.float16
+    x = np.array([[NAN, 1, 2, 3], [1, 2, 3, 6]], dtype)
+    fused = {DML_ACTIVATION_RELU_OPERATOR_DESC(): 0.0,
+             DML_ACTIVATION_HARD_SIGMOID_OPERATOR_DESC(Alpha=0.2, Beta=0.5): 1.0,
+             DML_ACTIVATION_THRESHOLDED_RELU_OPERATOR_DESC(Alpha=0.5): 0.0,
+             DML_ACTIVATION_CELU_OPERATOR_DESC(Alpha=1.0): 0.0,
+             DML_ACTIVATION_SHRINK_OPERATOR_DESC(Bias=0.1, Threshold=0.5): 0.0,
+             DML_ACTIVATION_LEAKY_RELU_OPERATOR_DESC(Alpha=0.1): NAN}
+    for act, nan_result in fused.items():
+        [y] = device.execute(mvn1(tensor_desc(x), tensor_desc(x), (1,), fused=act), [x])
+        np.testing.assert_array_equal(y[0], np.full(4, nan_result, dtype), err_msg=str(act))
+        assert not np.isnan(y[1]).any()
 
 
 @settings(max_examples=30, deadline=None)

@@ -3,7 +3,10 @@
 ``activate(kind, buf, n, p0, p1)`` applies one activation (numbered as in ``emulator.activations``)
 to ``buf[:n]`` in place; one loop per activation, chosen once per block, so each loop vectorises
 where its math allows. It runs in the buffer's precision: float64 for the standalone operators
-(results within 1 ULP of the correctly rounded float32/float16), float32 inside MVN. NaN propagates.
+(results within 1 ULP of the correctly rounded float32/float16), float32 inside MVN. Edge values
+follow the page's formula literally, as the table's references do (``emulator.activations``):
+comparisons with NaN are false and Direct3D's max/min return the operand that is not NaN, so
+RELU, HARD_SIGMOID, THRESHOLDED_RELU, CELU and SHRINK map NaN to a number.
 
 ``unary`` runs an elementwise activation over any strides (with an optional per-element slope
 for PARAMETERIZED_RELU); ``softmax_rows`` the row-wise SOFTMAX, LOG_SOFTMAX and HARDMAX.
@@ -38,20 +41,21 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 2:  # SIGMOID
         for i in range(n):
             buf[i] = 1.0 / (1.0 + math.exp(-buf[i]))
-    elif kind == 3:  # HARD_SIGMOID (a NaN input or parameter gives NaN, as in the reference)
+    elif kind == 3:  # HARD_SIGMOID: max(0, min(y, 1)) with D3D's min/max, so NaN gives 1
         for i in range(n):
             y = p0 * buf[i] + p1
-            buf[i] = max(0.0, min(y, 1.0)) if y == y else y
+            m = y if y < 1.0 else 1.0  # min(y, 1): 1 when y is NaN
+            buf[i] = m if m > 0.0 else 0.0  # max(0, m): +0 for m = ±0
     elif kind == 4:  # TANH
         for i in range(n):
             buf[i] = math.tanh(buf[i])
     elif kind == 5:  # SCALED_TANH
         for i in range(n):
             buf[i] = p0 * math.tanh(p1 * buf[i])
-    elif kind == RELU:  # an unconditional store of a select vectorises; NaN is not < 0
+    elif kind == RELU:  # max(0, x) with D3D's max: +0 for NaN and ±0 (a select vectorises)
         for i in range(n):
             v = buf[i]
-            buf[i] = 0 if v < 0 else v
+            buf[i] = v if v > 0.0 else 0.0
     elif kind == 7:  # LEAKY_RELU
         for i in range(n):
             v = buf[i]
@@ -59,40 +63,39 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 8:  # THRESHOLDED_RELU
         for i in range(n):
             v = buf[i]
-            buf[i] = v if v > p0 or v != v else 0.0
+            buf[i] = v if v > p0 else 0.0  # NaN > Alpha is false: 0
     elif kind == 9:  # ELU
         for i in range(n):
             v = buf[i]
             buf[i] = v if v >= 0 else p0 * math.expm1(v)
-    elif kind == 10:  # CELU
+    elif kind == 10:  # CELU: max(0, x) + min(0, Alpha·(exp(x/Alpha) - 1)), D3D's max/min
         for i in range(n):
             v = buf[i]
-            buf[i] = v if v >= 0 else p0 * math.expm1(v / p0)
+            t = p0 * math.expm1(v / p0)
+            buf[i] = (v if v > 0.0 else 0.0) + (t if t <= 0.0 else 0.0)
     elif kind == 11:  # SCALED_ELU
         for i in range(n):
             v = buf[i]
-            buf[i] = p1 * v if v > 0 else p1 * (p0 * math.expm1(v))
+            # Gamma·(Alpha·exp(x) - Alpha): the difference is +0 at x = ±0, hence the + 0.0
+            buf[i] = p1 * v if v > 0 else p1 * (p0 * math.expm1(v) + 0.0)
     elif kind == 12:  # SOFTPLUS
         for i in range(n):
             buf[i] = softplus(p0 * buf[i]) / p0
     elif kind == 13:  # PARAMETRIC_SOFTPLUS
         for i in range(n):
             buf[i] = p0 * softplus(p1 * buf[i])
-    elif kind == 14:  # SOFTSIGN
+    elif kind == 14:  # SOFTSIGN (±inf: inf/inf = NaN, as the formula says)
         for i in range(n):
             v = buf[i]
-            if math.isinf(v):
-                buf[i] = 1.0 if v > 0 else -1.0
-            else:
-                buf[i] = v / (1.0 + abs(v))
+            buf[i] = v / (1.0 + abs(v))
     elif kind == 15:  # SHRINK
         for i in range(n):
             v = buf[i]
-            buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else (0.0 if v == v else v))
-    elif kind == 16:  # GELU
+            buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else 0.0)  # NaN: 0
+    elif kind == 16:  # GELU (-inf: -inf·0 = NaN, as the formula says)
         for i in range(n):
             v = buf[i]
-            buf[i] = -0.0 if v == -math.inf else 0.5 * v * math.erfc(-v * 0.7071067811865476)
+            buf[i] = 0.5 * v * math.erfc(-v * 0.7071067811865476)
 
 
 @kernel
@@ -132,8 +135,9 @@ def unary(x, x_base, slope, slope_base, y, y_base, sizes, x_strides, slope_strid
 def softmax_rows(x, y, lead_sizes, x_lead, y_lead, width, xs, ys, mode):  # pragma: no cover
     """Row-wise over the last dimension: mode 0 SOFTMAX, 1 LOG_SOFTMAX, 2 HARDMAX.
 
-    Computed in float64 with the row maximum subtracted; HARDMAX marks the first maximum (NaN
-    ranks highest, as in TOP_K)."""
+    Computed in float64 with the row maximum subtracted; a row holding NaN or +inf, or all -inf,
+    is NaN (the formula's inf/inf and 0/0); HARDMAX marks the first maximum (NaN ranks highest,
+    as in TOP_K)."""
     rows = np.int64(1)
     for k in range(lead_sizes.shape[0]):
         rows *= lead_sizes[k]
@@ -151,22 +155,15 @@ def softmax_rows(x, y, lead_sizes, x_lead, y_lead, width, xs, ys, mode):  # prag
         if mode == 2:
             for j in range(width):
                 buf[j] = 1.0 if j == best else 0.0
-        elif m != m:
+        elif m != m or math.isinf(m):  # sum(exp) is NaN, +inf (inf/inf) or 0 (0/0)
             for j in range(width):
-                buf[j] = m
-        else:
+                buf[j] = math.nan
+        else:  # finite maximum: -inf elements give exp = 0 (LOG_SOFTMAX: -inf)
             total = 0.0
-            if m == math.inf:  # the +inf elements share the mass; others get 0
-                for j in range(width):
-                    total += 1.0 if buf[j] == m else 0.0
-                for j in range(width):
-                    e = 1.0 / total if buf[j] == m else 0.0
-                    buf[j] = e if mode == 0 else math.log(e)
-            else:
-                for j in range(width):
-                    total += math.exp(buf[j] - m)
-                for j in range(width):
-                    d = buf[j] - m
-                    buf[j] = math.exp(d) / total if mode == 0 else d - math.log(total)
+            for j in range(width):
+                total += math.exp(buf[j] - m)
+            for j in range(width):
+                d = buf[j] - m
+                buf[j] = math.exp(d) / total if mode == 0 else d - math.log(total)
         for j in range(width):
             store(y, yo + j * ys, buf[j])

@@ -10,6 +10,12 @@ inputs far from zero:
     y = ((x - mean_hi) - mean_lo) * (inv_std * scale) + bias,   then the activation, then store.
 
 Axis dimensions arrive collapsed; the last one is the inner loop, processed in blocks.
+
+Non-finite inputs follow the formula element by element: a group holding +inf (and no -inf or NaN)
+has mean +inf, so without NormalizeVariance its finite elements give -inf and its +inf elements
+inf - inf = NaN; its variance is NaN, so with NormalizeVariance the group is NaN. The shift is then
+0 (a +inf shift would turn every difference into NaN) and the mean is not split (its low part
+would be inf - inf). A variance of 0 with Epsilon 0 gives 0/0 = NaN, as the formula does.
 """
 
 from __future__ import annotations
@@ -66,6 +72,8 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
     for g in prange(groups):
         gi, go, gs, gb = offsets4(g, g_sizes, g_in, g_out, g_scale, g_bias)
         shift = load64(x, np.uint64(gi))
+        if not math.isfinite(shift):
+            shift = 0.0
         s1 = 0.0
         s2 = 0.0
         for r in range(rows):
@@ -74,11 +82,13 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
             s1 += r1
             s2 += r2
         md = s1 / count
-        var = max(s2 / count - md * md, 0.0)
+        var = s2 / count - md * md
+        if var < 0.0:  # rounding; a NaN variance (a group with ±inf or NaN) stays NaN
+            var = 0.0
         mean = shift + md
         inv = np.float32(1.0 / math.sqrt(var + eps)) if normalize_variance else one
         hi = np.float32(mean)
-        lo = np.float32(mean - np.float64(hi))
+        lo = np.float32(mean - np.float64(hi)) if math.isfinite(hi) else zero
         buf = np.empty(min(inner, ROW_BLOCK), np.float32)
         for r in range(rows):
             ri, ro, rs, rb = offsets4(r, lead, a_in, a_out, a_scale, a_bias)
@@ -93,12 +103,16 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
                     # The common case in one loop, without the buffer round trip.
                     a = inv * load32(scale, sb) if has_scale else inv
                     b = load32(bias, bb) if has_bias else zero
-                    low = zero if kind == RELU else np.float32(-np.inf)
-                    for j in range(n):
-                        v = ((load32(x, xb + j) - hi) - lo) * a + b
-                        if v < low:  # (a conditional expression passed to the inlined store
-                            v = low  # came out wrong: keep it a statement)
-                        store(y, yb + j, v)
+                    if kind == RELU:
+                        for j in range(n):
+                            v = ((load32(x, xb + j) - hi) - lo) * a + b
+                            if not v > zero:  # D3D's max(0, v): +0 for NaN and ±0 (a
+                                v = zero      # conditional expression passed to the inlined
+                            store(y, yb + j, v)  # store came out wrong: keep it a statement)
+                    else:
+                        for j in range(n):
+                            v = ((load32(x, xb + j) - hi) - lo) * a + b
+                            store(y, yb + j, v)
                 else:
                     if ss == 0 and bs == 0:  # scale and bias constant along the row
                         a = inv * load32(scale, sb) if has_scale else inv

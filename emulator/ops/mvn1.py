@@ -5,11 +5,15 @@
 
 Mean and Variance are over the elements sharing every coordinate outside ``Axes``; the variance is
 the population variance (divide by N), Epsilon inside the square root. Absent Scale is 1, absent
-Bias 0. Rules (page, directml.md §4): all tensors share DataType and DimensionCount; Output has the
-input's Sizes; Scale and Bias both present or both absent (before 5_2); before 4_0 their sizes are
-{1 or N, C, 1 or H, 1 or W} (the channel must match), from 4_0 any dimension may be 1 and
-broadcast. **Decisions**: Axes are a set (any order, duplicates accepted), AxisCount >= 1, each
-axis < DimensionCount.
+Bias 0. Rules (Microsoft's DML_MEAN_VARIANCE_NORMALIZATION1_OPERATOR_DESC page): all tensors share
+DataType and DimensionCount; Output has the input's Sizes; Scale and Bias both present or both
+absent (before 5_2); before 4_0 their sizes are {1 or N, C, 1 or H, 1 or W} (the channel must
+match), from 4_0 any dimension may be 1 and broadcast. **Decisions**: Axes are a set (any order,
+duplicates accepted), AxisCount >= 1, each axis < DimensionCount. Non-finite values follow the
+formula element by element: a group holding +inf has mean +inf, so without NormalizeVariance a
+finite element gives -inf and a +inf element NaN (a group with both infinities, or a NaN, is NaN);
+with NormalizeVariance such a group's variance is NaN and so is the group. With Epsilon 0 a constant
+group is 0/0 = NaN (with Epsilon > 0, 0).
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ def plan(v: SimpleNamespace) -> MVNPlan:
     return mvn_plan(v, v.Axes)
 
 
+@ieee_reference
 def normalize(x: np.ndarray, axes: Sequence[int], scale: np.ndarray | None,
               bias: np.ndarray | None, normalize_variance: bool, epsilon: float,
               fused: tuple | None) -> np.ndarray:

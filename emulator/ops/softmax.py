@@ -5,9 +5,12 @@ dimensions of size 1).
     SOFTMAX(x_i) = exp(x_i) / sum_j exp(x_j);  LOG_SOFTMAX = ln of that;
     HARDMAX(x_i) = 1 for the first largest element of the row, else 0.
 
-Computed in float64 with the row maximum subtracted. **Decisions**: a NaN in a row makes the
-whole SOFTMAX/LOG_SOFTMAX row NaN, and is the HARDMAX maximum (NaN ranks highest, as in TOP_K);
-+inf elements share the row's mass equally.
+Computed in float64 with the row maximum subtracted (the same value for finite rows).
+**Decisions** (the formula where it is defined, IEEE arithmetic where it is not): a NaN in a row
+makes the whole SOFTMAX/LOG_SOFTMAX row NaN, and is the HARDMAX maximum (NaN ranks highest, as in
+TOP_K); a +inf makes the row NaN (sum(exp) is +inf and exp(+inf)/+inf is NaN; ONNX Runtime gives
+the same row); a row of only -inf is NaN (0/0); a -inf beside finite values gives 0 (LOG_SOFTMAX
+-inf).
 """
 
 from __future__ import annotations
@@ -40,16 +43,15 @@ def effective_rank(sizes: tuple[int, ...]) -> int:
 def row_function(x: np.ndarray, mode: int) -> np.ndarray:
     """The formulas on float64 rows (last axis), with the decisions above."""
     with np.errstate(all="ignore"):
-        nan = np.isnan(x).any(axis=-1, keepdims=True)
         if mode == 2:
             first = np.argmax(x, axis=-1)  # the first NaN, else the first of the largest
             return (np.arange(x.shape[-1]) == first[..., None]).astype(np.float64)
-        m = np.max(x, axis=-1, keepdims=True)
-        inf = m == np.inf
-        e = np.where(inf, (x == np.inf).astype(np.float64), np.exp(x - m))
+        m = np.max(x, axis=-1, keepdims=True)  # NaN if the row holds one
+        undefined = ~np.isfinite(m)  # NaN, +inf (inf/inf) or all -inf (0/0)
+        e = np.exp(x - np.where(undefined, 0, m))
         total = e.sum(axis=-1, keepdims=True)
-        y = e / total if mode == 0 else np.where(inf, np.log(e / total), (x - m) - np.log(total))
-        return np.where(nan, np.nan, y)
+        y = e / total if mode == 0 else (x - m) - np.log(total)
+        return np.where(undefined, np.nan, y)
 
 
 def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
