@@ -1,10 +1,20 @@
-"""DxDispatch model files: load one, build its resources and dispatchables through the public
-API, and run its commands (dispatch, print, writeFile).
+"""DxDispatch model files: read one, build its resources and dispatchables through the public API,
+and run its commands (dispatch, print, writeFile).
 
-The format is described in ``docs/model-files.md``. Errors in the file raise ``ModelError`` with a
-path to the offending member (``dispatchables.slice.desc.Offsets[1]``); errors from the device
-stay ``DMLError``. Dispatchable fields are read by the operator schema, so a newly registered
-operator needs no change here.
+Loading has two phases, so that ``dml-emulator run`` and ``dml-emulator check`` report the same
+first error for the same model:
+
+1. ``parse_model`` reads the JSON (strict JSON first, JSON5 only when that fails) and checks every
+   resource, dispatchable and command: keys, names, types, inline values, declared sizes against
+   the size limit, and that every path stays inside the model's folder. It reads no data file.
+2. ``materialize`` (``run`` only) reads the data files (regular files only, exactly the bytes they
+   hold), decodes images and allocates the buffers, charging every byte to the same limit.
+
+The format is described in ``docs/model-files.md``. A problem in the file raises ``ModelError``
+with a path to the offending member (``dispatchables.slice.desc.Offsets[1]``); what a CPU emulator
+cannot run (HLSL and ONNX dispatchables, list initializers) raises ``UnsupportedError``; errors
+from the device stay ``DMLError``. Dispatchable fields are read by the operator schema, so a newly
+registered operator needs no change here.
 """
 
 from __future__ import annotations
@@ -12,11 +22,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import io
+import json
 import math
+import os
 import re
-import statistics
+import reprlib
+import stat
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,35 +63,130 @@ from descriptors import (
     data_type_of_numpy,
     parse_enum,
     schema,
+    short_name,
 )
 from descriptors.structs import GENERIC_STRUCTS
 
 from .device import IDMLCompiledOperator, IDMLDevice
+from .errors import DMLError
 from .execution import CommandList, CommandQueue
 from .resources import Buffer
 
 DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
 DML_SIZE_2D = GENERIC_STRUCTS["DML_SIZE_2D"]
-OTHER_DISPATCHABLES = ("hlsl", "onnx", "dmlSerializedGraph")
+T = DML_TENSOR_DATA_TYPE
+
+# What a CPU emulator of DirectML cannot run: one line each (docs/model-files.md).
+OTHER_DISPATCHABLES = {
+    "hlsl": "'hlsl' dispatchables (HLSL compute shaders) are not supported by a CPU emulator of "
+            "DirectML: it runs DirectML operators only",
+    "onnx": "'onnx' dispatchables (ONNX models, run by ONNX Runtime) are not supported by a CPU "
+            "emulator of DirectML: it runs DirectML operators only",
+    "dmlSerializedGraph": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs) are "
+                          "not supported by dml-emulator: it runs single DirectML operators",
+}
+LIST_INITIALIZER = ("list initializers (initialValuesDataType UNKNOWN: typed values for an HLSL "
+                    "constant buffer) are not supported by a CPU emulator of DirectML")
+
+# Data files: images are DxDispatch's .jpg and .png, read and written through Pillow (optional).
+IMAGE_SUFFIXES = (".jpg", ".png")
+RAW_SUFFIXES = (".dat", ".bin")
+OTHER_IMAGE_SUFFIXES = (".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+IMAGES_EXTRA = 'pip install "dml-emulator[images]"'
+IMAGE_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
+
+# The most bytes a model's resources may use together (the model text included), unless the user
+# says otherwise: a hostile or mistaken size must not take the machine's memory.
+DEFAULT_MAX_RESOURCE_BYTES = 4 << 30
+MAX_BYTES_ENV = "DML_EMULATOR_MAX_RESOURCE_BYTES"
+OUTSIDE_OPTION = "--allow-paths-outside-model"
+UINT32_MAX = (1 << 32) - 1
 
 
 class ModelError(Exception):
     """A problem in the model file itself (not a DirectML validation failure)."""
 
 
-class UnsupportedDispatchableError(ModelError):
-    """A dispatchable that a CPU emulator of DirectML cannot run (HLSL, ONNX, serialized graph)."""
+class UnsupportedError(ModelError):
+    """Something a CPU emulator of DirectML cannot run (HLSL, ONNX, list initializers...)."""
+
+
+UnsupportedDispatchableError = UnsupportedError  # the former name
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What the user allows a model to do (the command line's options)."""
+
+    max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES
+    allow_paths_outside_model: bool = False
+    input_dir: Path | None = None    # DxDispatch's --input_path: data files resolve here
+    output_dir: Path | None = None   # DxDispatch's --output_path: writeFile targets resolve here
+
+
+def parse_byte_count(text: str) -> int:
+    """``4294967296``, ``4GiB``, ``512M`` (binary), ``2GB`` (decimal); ValueError otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:([kmgt])(i?b)?)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"'{text}' is not a byte count (write 4294967296, 4GiB, 512MiB or 2GB)")
+    scale = 1
+    if m.group(2):
+        power = "kmgt".index(m.group(2).lower()) + 1
+        scale = (1000 if (m.group(3) or "").lower() == "b" else 1024) ** power
+    return int(m.group(1)) * scale
+
+
+def max_resource_bytes_from_env() -> int:
+    text = os.environ.get(MAX_BYTES_ENV)
+    if not text:
+        return DEFAULT_MAX_RESOURCE_BYTES
+    try:
+        return parse_byte_count(text)
+    except ValueError as e:
+        raise ModelError(f"{MAX_BYTES_ENV}: {e}") from None
+
+
+class _Budget:
+    """The bytes a model may still allocate."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def check(self, nbytes: int, where: str, what: str) -> None:
+        if nbytes > self.limit - self.used:
+            already = f" ({self.used} already used)" if self.used else ""
+            raise ModelError(f"{where}: {what} {nbytes} bytes, over the limit of {self.limit} "
+                             f"bytes for a model's data{already}; raise it with "
+                             f"--max-resource-bytes or {MAX_BYTES_ENV}")
+
+    def take(self, nbytes: int, where: str, what: str = "the buffer needs") -> None:
+        self.check(nbytes, where, what)
+        self.used += nbytes
 
 
 # -- small readers that name the offending member -----------------------------------------------
-def _expect(cond: bool, where: str, what: str, value: Any) -> None:
-    if not cond:
-        raise ModelError(f"{where}: expected {what}, got {_show(value)}")
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxlong, _REPR.maxother = 2, 6, 4, 40, 40
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else f"'{value}'"
+    """A value for a one-line message: short, printable, safe for any nesting or size."""
+    if isinstance(value, str):
+        text = f"'{value}'" if value.isprintable() else ascii(value)
+    else:
+        text = _REPR.repr(value)
     return text if len(text) < 60 else text[:57] + "..."
+
+
+def _key(name: str) -> str:
+    """A member name inside a path such as ``resources.NAME``."""
+    text = name if name.isprintable() else ascii(name)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expect(cond: bool, where: str, what: str, value: Any) -> None:
+    if not cond:
+        raise ModelError(f"{where}: expected {what}, got {_show(value)}")
 
 
 def _int(value: Any, where: str) -> int:
@@ -84,22 +194,55 @@ def _int(value: Any, where: str) -> int:
     return int(value)
 
 
+def _count(value: Any, where: str, what: str, minimum: int = 0, maximum: int | None = None
+           ) -> int:
+    n = _int(value, where)
+    _expect(n >= minimum and (maximum is None or n <= maximum), where, what, value)
+    return n
+
+
+_SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
+            "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
+
+
 def _number(value: Any, where: str) -> float | int:
     """A JSON number, or "nan"/"inf"/"-inf" (any case)."""
-    if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "+inf",
-                                                           "infinity", "-infinity"):
-        return float(value.strip().lower().replace("infinity", "inf"))
+    if isinstance(value, str) and value.strip().lower() in _SPECIAL:
+        return _SPECIAL[value.strip().lower()]
     _expect(isinstance(value, (int, float)) and not isinstance(value, bool), where,
             'a number (or "nan", "inf", "-inf")', value)
     return value
+
+
+def _to_float(value: float | int, where: str, what: str = "a float") -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ModelError(f"{where}: {_show(value)} is out of range for {what}") from None
+
+
+def _suggestion(text: str, names: list[str]) -> str:
+    near = difflib.get_close_matches(text, names, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def _enum(enum_type: Any, value: Any, where: str) -> Any:
     _expect(isinstance(value, str), where, f"a {enum_type.__name__} name", value)
     try:
         return parse_enum(enum_type, value)
-    except KeyError as e:
-        raise ModelError(f"{where}: {e.args[0]}") from None
+    except KeyError:
+        pass
+    # Suggest the nearest real name, never the placeholders (INVALID, UNKNOWN) nobody means.
+    members = [m for m in enum_type if not m.name.endswith(("_INVALID", "_UNKNOWN"))]
+    full = value.strip().upper().startswith("DML_")
+    names = [m.name if full else short_name(m) for m in members]
+    hint = _suggestion(value.strip().upper(), names)
+    if not hint and enum_type is DML_OPERATOR_TYPE:
+        hint = " ('dml-emulator info' lists the operators)"
+    elif not hint:
+        hint = " (expected one of: " + ", ".join(names[:12]) + (", ..." if len(names) > 12
+                                                               else "") + ")"
+    raise ModelError(f"{where}: {_show(value)} is not a {enum_type.__name__}{hint}")
 
 
 def _flags(enum_type: Any, value: Any, where: str) -> Any:
@@ -109,11 +252,6 @@ def _flags(enum_type: Any, value: Any, where: str) -> Any:
     for i, v in enumerate(names):
         result |= _enum(enum_type, v, f"{where}[{i}]" if isinstance(value, list) else where)
     return result
-
-
-def _str(value: Any, where: str, what: str) -> str:
-    _expect(isinstance(value, str), where, what, value)
-    return str(value)
 
 
 def _object(value: Any, where: str) -> dict:
@@ -127,26 +265,254 @@ def _no_unknown(obj: dict, known: set[str], where: str, struct: str) -> None:
     unknown = sorted(set(obj) - known, key=str)
     if unknown:
         first = str(unknown[0])
-        near = difflib.get_close_matches(first, sorted(known), n=1, cutoff=0.6)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        raise ModelError(f"{where}: {first[:60]} is not a field of {struct}{hint}; fields: "
+        raise ModelError(f"{where}: {_key(first)} is not a field of {struct}"
+                         f"{_suggestion(first, sorted(known))}; fields: "
                          + ", ".join(sorted(known)))
+
+
+def _name(value: Any, where: str, what: str, known: Any) -> str:
+    """A resource or dispatchable name that the model defines."""
+    _expect(isinstance(value, str), where, f"a {what} name", value)
+    if value not in known:
+        names = list(known)
+        listed = ", ".join(_key(n) for n in names[:10]) + (", ..." if len(names) > 10 else "")
+        hint = _suggestion(value, names) or f" ({what}s: {listed or 'none'})"
+        raise ModelError(f"{where}: {_show(value)} is not a {what} of the model{hint}")
+    return str(value)
 
 
 # The members of each kind of object in a model file (DxDispatch's schema, _schema.json).
 RESOURCE_KEYS = {"type", "initialValues", "initialValuesDataType", "initialValuesOffsetInBytes",
-                 "sizeInBytes"}
+                 "sizeInBytes", "resampleSize", "resampleMode"}
 INITIALIZER_KEYS = {"valueCount", "value", "valueStart", "valueDelta", "sourcePath"}
 # dmlCompileType: DmlCompileOp or DmlCompileGraph (one operator compiled as a one-node graph runs
 # the same here).
 DISPATCHABLE_KEYS = {"type", "desc", "Desc", "executionFlags", "bindings", "dmlCompileType"}
 BINDING_KEYS = {"name", "elementOffset", "elementCount"}
-COMMAND_KEYS = {"dispatch": {"type", "dispatchable", "bindings"},
+COMMAND_KEYS = {"dispatch": {"type", "dispatchable", "bindings", "threadGroupCount"},
                 "print": {"type", "resource", "verbose"},
                 "writeFile": {"type", "resource", "targetPath", "dimensions"}}
 
 
-# -- resources -----------------------------------------------------------------------------------
+# -- JSON ------------------------------------------------------------------------------------------
+# DxDispatch's files are JSON with comments and trailing commas. Strict JSON parses at C speed;
+# the JSON5 parser is pure Python (about 20 us per byte), so it runs only when both strict passes
+# fail: first the text itself, then the text with comments and trailing commas blanked out (same
+# length, same line breaks, so error positions still point into the file as written).
+_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_COMMENT = re.compile(_STRING + r"|//[^\n]*|/\*[\s\S]*?\*/")
+_TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[\]}])")
+_JSON5_POSITION = re.compile(r"<string>:(\d+) (.*) at column (\d+)")
+
+
+def _blank(m: re.Match) -> str:
+    text = m.group(0)
+    return text if text.startswith('"') else re.sub(r"[^\n]", " ", text)
+
+
+def _too_deep(name: str) -> ModelError:
+    return ModelError(f"{name}: invalid JSON: arrays and objects are nested too deeply")
+
+
+def _json_message(e: Exception) -> str:
+    text = re.sub(r"<[^<>]* at 0x[0-9a-fA-F]+>", "the data", str(e))  # no object addresses
+    if "Exceeds the limit" in text and "digits" in text:  # Python's guard on huge integers
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return " ".join(text.split())
+
+
+def parse_json(text: str, name: str) -> Any:
+    """The document, or ModelError ``name:LINE:COLUMN: invalid JSON: message``."""
+    strict: ValueError | None = None
+    for attempt in range(2):
+        try:
+            return json.loads(text if attempt == 0 else
+                              _TRAILING_COMMA.sub(_blank, _COMMENT.sub(_blank, text)))
+        except RecursionError:
+            raise _too_deep(name) from None
+        except ValueError as e:
+            strict = e
+    import json5
+
+    try:
+        return json5.loads(text)
+    except RecursionError:
+        raise _too_deep(name) from None
+    except Exception as e:  # any failure of the JSON5 parser means the text is not valid JSON5
+        m = _JSON5_POSITION.match(str(e))
+        if m and not (isinstance(strict, json.JSONDecodeError)
+                      and (strict.lineno, strict.colno) == (int(m.group(1)), int(m.group(3)))):
+            # Where both parsers stop at the same place, the strict parser's message ("Expecting
+            # ',' delimiter") says more than JSON5's ('Unexpected """'); elsewhere the strict
+            # parser stopped at something JSON5 allows, and JSON5's position is the true one.
+            raise ModelError(f"{name}:{m.group(1)}:{m.group(3)}: invalid JSON: "
+                             f"{m.group(2)}") from None
+        if isinstance(strict, json.JSONDecodeError):
+            raise ModelError(f"{name}:{strict.lineno}:{strict.colno}: invalid JSON: "
+                             f"{strict.msg}") from None
+        raise ModelError(f"{name}: invalid JSON: {_json_message(e)}") from None
+
+
+parse_json5 = parse_json  # the former name
+
+
+# -- files -----------------------------------------------------------------------------------------
+def _stat_regular(path: Path, where: str, shown: str) -> os.stat_result:
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ModelError(f"{where}: cannot read {shown}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{where}: {shown} is not a regular file")
+    return st
+
+
+def read_regular_file(path: Path, where: str, shown: str, budget: _Budget) -> bytes:
+    """The bytes of a regular file (never a FIFO or a device), checked against the budget before
+    anything is read."""
+    st = _stat_regular(path, where, shown)
+    budget.check(st.st_size, where, f"{shown} is")
+    try:
+        # O_NONBLOCK: should the file have become a FIFO since stat, open must not wait for a
+        # writer (fstat below then refuses it).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise ModelError(f"{where}: cannot read {shown}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"{where}: {shown} is not a regular file")
+        budget.check(st.st_size, where, f"{shown} is")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 26))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as e:
+        raise ModelError(f"{where}: cannot read {shown}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if left:
+        raise ModelError(f"{where}: {shown} changed while it was read")
+    return b"".join(chunks)
+
+
+def write_regular_file(path: Path, data: bytes, where: str, shown: str) -> None:
+    """Create or replace a regular file (never write into a FIFO or a device)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        if path.exists() and not path.is_file():
+            raise ModelError(f"{where}: {shown} exists and is not a regular file")
+        path.parent.mkdir(parents=True, exist_ok=True)  # as DxDispatch does
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        raise ModelError(f"{where}: cannot write {shown}: {e.strerror or e}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelError(f"{where}: {shown} exists and is not a regular file")
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as e:
+        raise ModelError(f"{where}: cannot write {shown}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def read_model_text(path: Path, budget: _Budget) -> str:
+    shown = _show(str(path))
+    if "\0" in str(path):
+        raise ModelError(f"{shown}: the path contains a NUL character")
+    data = read_regular_file(path, str(path), "the model", budget)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{path}: the model is not UTF-8 text (byte 0x{data[e.start]:02X} at "
+                         f"offset {e.start})") from None
+
+
+def _npy(data: bytes, where: str, shown: str) -> np.ndarray:
+    """A .npy file's array, its header checked against the bytes that follow it (a header that
+    declares more data than the file holds is refused before anything is allocated)."""
+    from numpy.lib import format as npy
+
+    fp = io.BytesIO(data)
+    try:
+        version = npy.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran, dtype = npy.read_array_header_1_0(fp)
+        elif version == (2, 0):
+            shape, fortran, dtype = npy.read_array_header_2_0(fp)
+        else:
+            raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
+    except (ValueError, OSError, SyntaxError, TypeError) as e:
+        why = str(e) if str(e).startswith(".npy format") else "its header cannot be read"
+        raise ModelError(f"{where}: {shown} is not a valid .npy file: {why}") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise ModelError(f"{where}: {shown} holds {dtype} records, not numbers")
+    count = math.prod(shape)
+    body = len(data) - fp.tell()
+    if count * dtype.itemsize != body:
+        raise ModelError(f"{where}: {shown} declares shape {tuple(shape)} of {dtype} "
+                         f"({count * dtype.itemsize} bytes) but holds {body} bytes of data")
+    arr = np.frombuffer(data, dtype=dtype, count=count, offset=fp.tell())
+    return np.ascontiguousarray(arr.reshape(shape, order="F" if fortran else "C")).reshape(-1)
+
+
+def _pillow(where: str, what: str) -> Any:
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ModelError(f"{where}: {what} needs the Pillow imaging library: "
+                         f"{IMAGES_EXTRA}") from None
+    return Image
+
+
+def image_to_tensor(data: bytes, channels: int, height: int, width: int, dtype: np.dtype,
+                    where: str, shown: str) -> np.ndarray:
+    """A .jpg/.png as DxDispatch reads it (ImageReaderWriter.cpp): converted to RGB (3 channels)
+    or RGBA (4), scaled to width x height (WIC's high-quality cubic; bicubic here), laid out NCHW,
+    each 8-bit component divided by 255 in float32, then stored as the tensor's type."""
+    pil = _pillow(where, f"reading the image {shown}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pil.DecompressionBombWarning)
+            img = pil.open(io.BytesIO(data), formats=["JPEG", "PNG"])
+            img = img.convert("RGB" if channels == 3 else "RGBA")
+            if img.size != (width, height):
+                img = img.resize((width, height), pil.Resampling.BICUBIC)
+            pixels = np.asarray(img, dtype=np.uint8)
+    except Exception as e:  # the imaging library's errors on hostile or broken files vary
+        raise ModelError(f"{where}: cannot read {shown} as a JPEG or PNG image: "
+                         f"{_json_message(e)}") from None
+    values = pixels.astype(np.float32) / np.float32(255)
+    return np.ascontiguousarray(values.transpose(2, 0, 1)).astype(dtype).reshape(-1)
+
+
+def tensor_to_image(values: np.ndarray, shape: tuple[int, int, int], fmt: str, where: str,
+                    shown: str) -> bytes:
+    """DxDispatch's conversion back (ImageReaderWriter.cpp): NCHW values clamped to [0, 1] (NaN
+    becomes 1, as std::min(1.0f, NaN) gives 1), times 255, truncated to 8 bits; 1 channel is
+    grayscale, 3 RGB, 4 RGBA."""
+    channels, height, width = shape
+    pil = _pillow(where, f"writing the image {shown}")
+    x = values[: channels * height * width].astype(np.float32)
+    x = x.reshape(channels, height, width).transpose(1, 2, 0)
+    x = np.where(np.isnan(x), np.float32(1), np.clip(x, 0, 1)).astype(np.float32)
+    pixels = (x * np.float32(255)).astype(np.uint8)
+    out = io.BytesIO()
+    try:
+        img = pil.fromarray(np.ascontiguousarray(pixels[:, :, 0] if channels == 1 else pixels))
+        img.save(out, format=fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+    except Exception as e:  # e.g. JPEG has no alpha channel
+        raise ModelError(f"{where}: cannot write {shown} as {fmt}: {_json_message(e)}") from None
+    return out.getvalue()
+
+
+# -- resources -------------------------------------------------------------------------------------
 @dataclass
 class Resource:
     name: str
@@ -158,123 +524,103 @@ class Resource:
         return np.dtype(NUMPY_DTYPE[self.data_type])
 
 
-def _cast(values: list, dtype: np.dtype, where: str) -> np.ndarray:
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        for i, v in enumerate(values):
-            if isinstance(v, float) and not v.is_integer():
-                raise ModelError(f"{where}[{i}]: {v} is not an integer ({dtype.name} data)")
-            if not info.min <= v <= info.max:
-                raise ModelError(f"{where}[{i}]: {v} is out of range for {dtype.name} "
-                                 f"[{info.min}, {info.max}]")
-        return np.array([int(v) for v in values], dtype=dtype)
-    return np.array(values, dtype=np.float64).astype(dtype)
+@dataclass
+class ResourceSpec:
+    """A resource as the model declares it (phase 1); ``values`` holds inline data, ``source`` a
+    data file read by ``materialize``."""
+
+    name: str
+    where: str
+    data_type: DML_TENSOR_DATA_TYPE | None   # None: from the .npy header
+    offset: int
+    size: int | None                         # sizeInBytes, if declared
+    values: np.ndarray | None = None
+    source: Path | None = None
+    source_text: str = ""
+    image: tuple[int, int, int] | None = None  # (C, H, W) of a .jpg/.png source
+    unsupported: UnsupportedError | None = None
 
 
-def _initial_values(spec: Any, dtype: np.dtype, where: str, base: Path) -> np.ndarray | None:
-    if spec == "deferred":
-        return None
-    if isinstance(spec, list):
-        return _cast([_number(v, f"{where}[{i}]") for i, v in enumerate(spec)], dtype, where)
-    obj = _object(spec, where)
-    if "sourcePath" in obj:
-        return _from_file(obj["sourcePath"], dtype, f"{where}.sourcePath", base)
-    count = _int(obj.get("valueCount"), f"{where}.valueCount")
-    _expect(count > 0, f"{where}.valueCount", "a count > 0", count)
-    if "value" in obj:
-        return _cast([_number(obj["value"], f"{where}.value")] * count, dtype, where)
-    if "valueStart" in obj and "valueDelta" in obj:
-        start = _number(obj["valueStart"], f"{where}.valueStart")
-        delta = _number(obj["valueDelta"], f"{where}.valueDelta")
-        return _cast([start + delta * i for i in range(count)], dtype, where)
-    raise ModelError(f"{where}: expected an array, {{valueCount, value}}, {{valueCount, "
-                     "valueStart, valueDelta}, {sourcePath} or \"deferred\"")
-
-
-def _from_file(path: Any, dtype: np.dtype | None, where: str, base: Path) -> np.ndarray:
-    _expect(isinstance(path, str), where, "a file path", path)
-    full = base / path
-    try:
-        if full.suffix.lower() == ".npy":
-            arr = np.load(full, allow_pickle=False)
-            if dtype is not None and arr.dtype != dtype:
-                raise ModelError(f"{where}: '{path}' holds {arr.dtype} data but "
-                                 f"initialValuesDataType says {dtype.name}")
-            return np.ascontiguousarray(arr).reshape(-1)
-        if full.suffix.lower() in (".dat", ".bin"):
-            if dtype is None:
-                raise ModelError(f"{where}: raw files need initialValuesDataType")
-            raw = full.read_bytes()
-            if len(raw) % dtype.itemsize:
-                raise ModelError(f"{where}: '{path}' has {len(raw)} bytes, not a multiple of "
-                                 f"{dtype.itemsize} ({dtype.name})")
-            return np.frombuffer(raw, dtype=dtype).copy()
-    except OSError as e:
-        raise ModelError(f"{where}: cannot read '{path}': {e.strerror or e}") from None
-    except ValueError as e:
-        raise ModelError(f"{where}: '{path}' is not a valid .npy file: {e}") from None
-    raise ModelError(f"{where}: '{path}' must end in .npy, .dat or .bin")
-
-
-def load_resource(name: str, spec: Any, base: Path) -> Resource:
-    where = f"resources.{name}"
-    obj = _object(spec, where)
-    _no_unknown(obj, RESOURCE_KEYS, where, "a buffer resource")
-    if isinstance(obj.get("initialValues"), dict):
-        _no_unknown(obj["initialValues"], INITIALIZER_KEYS, f"{where}.initialValues",
-                    "an initializer")
-    kind = obj.get("type", "buffer")
-    _expect(kind == "buffer", f"{where}.type", '"buffer"', kind)
-    init = obj.get("initialValues")
-    if init is None:
-        raise ModelError(f"{where}: initialValues is required")
-    dtype: np.dtype | None = None
-    data_type = None
-    if "initialValuesDataType" in obj:
-        data_type = _enum(DML_TENSOR_DATA_TYPE, obj["initialValuesDataType"],
-                          f"{where}.initialValuesDataType")
-        if data_type not in NUMPY_DTYPE:
-            raise ModelError(f"{where}.initialValuesDataType: {data_type.name} has no element type")
-        dtype = np.dtype(NUMPY_DTYPE[data_type])
-    elif not (isinstance(init, dict) and str(init.get("sourcePath", "")).endswith(".npy")):
-        raise ModelError(f"{where}: initialValuesDataType is required (except for .npy sources)")
-    values = _initial_values(init, dtype, f"{where}.initialValues", base) if dtype is not None \
-        else _from_file(init["sourcePath"], None, f"{where}.initialValues.sourcePath", base)
-    if data_type is None:
-        assert values is not None  # a .npy source always has data
+def _float_values(items: list, where: str, what: str) -> np.ndarray:
+    if all(type(v) is float or type(v) is int for v in items):
         try:
-            data_type = data_type_of_numpy(values.dtype)
-        except KeyError:
-            raise ModelError(f"{where}: .npy dtype {values.dtype} has no DML data type") from None
-    offset = _int(obj.get("initialValuesOffsetInBytes", 0), f"{where}.initialValuesOffsetInBytes")
-    _expect(offset >= 0, f"{where}.initialValuesOffsetInBytes", "a byte count >= 0", offset)
-    data = b"" if values is None else values.tobytes()
-    need = offset + len(data)
-    if "sizeInBytes" in obj:
-        size = _int(obj["sizeInBytes"], f"{where}.sizeInBytes")
-        if size < need:
-            raise ModelError(f"{where}.sizeInBytes: {size} is smaller than the initial data "
-                             f"({need} bytes including initialValuesOffsetInBytes)")
+            return np.array(items, dtype=np.float64)
+        except OverflowError:
+            pass  # an integer too large for a double: the loop below names it
+    out = np.empty(len(items), np.float64)
+    for i, v in enumerate(items):
+        out[i] = _to_float(_number(v, f"{where}[{i}]"), f"{where}[{i}]", what)
+    return out
+
+
+def _int_values(items: list, dtype: np.dtype, where: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    if not all(type(v) is int for v in items):
+        checked = []
+        for i, v in enumerate(items):
+            x = _number(v, f"{where}[{i}]")
+            if isinstance(x, float) and not x.is_integer():
+                raise ModelError(f"{where}[{i}]: {x} is not an integer ({dtype.name} data)")
+            checked.append(int(x))
+        items = checked
+    if items and (min(items) < info.min or max(items) > info.max):
+        i = next(i for i, v in enumerate(items) if not info.min <= v <= info.max)
+        raise ModelError(f"{where}[{i}]: {_show(items[i])} is out of range for {dtype.name} "
+                         f"[{info.min}, {info.max}]")
+    return np.array(items, dtype=dtype)
+
+
+def _values(items: list, dtype: np.dtype, where: str) -> np.ndarray:
+    if dtype.kind in "iu":
+        return _int_values(items, dtype, where)
+    with np.errstate(over="ignore"):  # a double beyond float16/32 range becomes inf, as in C
+        return _float_values(items, where, dtype.name).astype(dtype)
+
+
+def _scalar(value: Any, dtype: np.dtype, where: str) -> Any:
+    """One initializer value, checked as the data type reads it."""
+    x = _number(value, where)
+    if dtype.kind in "iu":
+        if isinstance(x, float) and not x.is_integer():
+            raise ModelError(f"{where}: {x} is not an integer ({dtype.name} data)")
+        return int(x)
+    return _to_float(x, where, dtype.name)
+
+
+def _sequence(start: Any, delta: Any, count: int, dtype: np.dtype, where: str) -> np.ndarray:
+    """valueStart + valueDelta * i, computed exactly for integers and in float64 for floats."""
+    if dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (start + delta * np.arange(count, dtype=np.float64)).astype(dtype)
+    info = np.iinfo(dtype)
+    last = start + delta * (count - 1)
+    for i, v in ((0, start), (count - 1, last)):
+        if not info.min <= v <= info.max:
+            raise ModelError(f"{where}[{i}]: {_show(v)} is out of range for {dtype.name} "
+                             f"[{info.min}, {info.max}]")
+    # The endpoints fit in the type, so every value does: uint64 arithmetic is exact for unsigned
+    # types, int64 arithmetic (modulo 2**64, which the final value undoes) for signed ones.
+    steps = np.arange(count, dtype=np.uint64)
+    if dtype.kind == "u":
+        seq = np.uint64(start) + np.uint64(delta) * steps if delta >= 0 else \
+            np.uint64(start) - np.uint64(-delta) * steps
     else:
-        size = (need + 3) & ~3
-    buffer = Buffer(size)
-    buffer.numpy()[offset:need] = np.frombuffer(data, np.uint8)
-    return Resource(name, data_type, buffer)
+        seq = np.int64(start) + np.int64(delta) * steps.astype(np.int64)
+    return seq.astype(dtype)
 
 
 # -- dispatchables --------------------------------------------------------------------------------
 def operator_type(value: Any, where: str) -> DML_OPERATOR_TYPE:
     _expect(isinstance(value, str), where, "an operator type name", value)
     if value in OTHER_DISPATCHABLES:
-        raise UnsupportedDispatchableError(
-            f"{where}: '{value}' dispatchables are not supported by dml-emulator (a CPU emulator "
-            "of DirectML runs DirectML operators only)")
+        raise UnsupportedError(f"{where}: {OTHER_DISPATCHABLES[value]}")
     return _enum(DML_OPERATOR_TYPE, value, where)
 
 
 def tensor_desc_from_json(value: Any, where: str) -> DML_TENSOR_DESC:
     obj = _object(value, where)
     if "Desc" in obj:
+        _no_unknown(obj, {"Type", "Desc"}, where, "DML_TENSOR_DESC")
         if "Type" in obj:
             kind = _enum(DML_TENSOR_TYPE, obj["Type"], f"{where}.Type")
             _expect(kind == DML_TENSOR_TYPE.DML_TENSOR_TYPE_BUFFER, f"{where}.Type", "BUFFER",
@@ -346,7 +692,7 @@ def _fused(value: Any, where: str) -> DML_OPERATOR_DESC:
 
 
 def _float(value: Any, where: str) -> float:
-    return float(_number(value, where))
+    return _to_float(_number(value, where), where, "a FLOAT")
 
 
 # How a model file writes each field type (descriptors.schema); enums are read by name.
@@ -394,10 +740,24 @@ def operator_desc_from_json(value: Any, where: str, fused: bool = False) -> DML_
         raise ModelError(f"{where}.Type: {op.name} has no desc struct")
     fields = {k: v for k, v in obj.items() if k != "Type"}
     if "Desc" in fields:
+        _no_unknown(obj, {"Type", "Desc"}, where, "DML_OPERATOR_DESC")
         fields = _object(fields["Desc"], f"{where}.Desc")
         where = f"{where}.Desc"
     return DML_OPERATOR_DESC(Type=op, Desc=OPERATOR_DESC_CLASSES[op](
         **_desc_fields(sch, fields, where, fused)))
+
+
+@dataclass(frozen=True)
+class BindingSource:
+    """One buffer range of a binding: ``{name, elementOffset, elementCount}``."""
+
+    where: str
+    name: str
+    element_offset: int = 0
+    element_count: int | None = None
+
+
+Bindings = dict[str, "BindingSource | list[BindingSource]"]
 
 
 @dataclass
@@ -406,7 +766,7 @@ class Dispatchable:
     operator: DML_OPERATOR_TYPE
     desc: DML_OPERATOR_DESC
     flags: DML_EXECUTION_FLAGS
-    init_bindings: dict[str, Any]
+    init_bindings: Any  # the raw object; parse_model turns it into Bindings
     compiled: IDMLCompiledOperator | None = None
 
     @property
@@ -415,7 +775,7 @@ class Dispatchable:
 
 
 def load_dispatchable(name: str, spec: Any) -> Dispatchable:
-    where = f"dispatchables.{name}"
+    where = f"dispatchables.{_key(name)}"
     obj = _object(spec, where)
     if "type" not in obj:
         raise ModelError(f"{where}: type is required")
@@ -428,7 +788,7 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
         _no_unknown(obj, DISPATCHABLE_KEYS, where, "a DirectML dispatchable")
         fields, fwhere = _object(obj[key], f"{where}.{key}"), f"{where}.{key}"
     else:
-        fields = {k: v for k, v in obj.items() if k not in ("type", "executionFlags", "bindings")}
+        fields = {k: v for k, v in obj.items() if k not in DISPATCHABLE_KEYS}
         fwhere = where
     desc = DML_OPERATOR_DESC(Type=op, Desc=OPERATOR_DESC_CLASSES[op](
         **_desc_fields(sch, fields, fwhere, fused=False)))
@@ -440,46 +800,412 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
     return Dispatchable(name, op, desc, flags, bindings)
 
 
+# -- commands ------------------------------------------------------------------------------------
+@dataclass
+class DispatchCommand:
+    where: str
+    dispatchable: str
+    bindings: Bindings
+    raw: dict
+
+
+@dataclass
+class PrintCommand:
+    where: str
+    resource: str
+    raw: dict
+
+
+@dataclass
+class WriteFileCommand:
+    where: str
+    resource: str
+    target: Path
+    target_text: str
+    dimensions: tuple[int, ...] | None
+    kind: str  # "npy", "image" or "raw"
+    raw: dict
+
+
+Command = DispatchCommand | PrintCommand | WriteFileCommand
+
+
 # -- the model -----------------------------------------------------------------------------------
 @dataclass
 class Model:
     path: Path
-    resources: dict[str, Resource]
+    options: LoadOptions
+    resource_specs: dict[str, ResourceSpec]
     dispatchables: dict[str, Dispatchable]
-    commands: list[dict]
-    raw: dict = field(repr=False, default_factory=dict)
+    unsupported_dispatchables: dict[str, UnsupportedError]
+    dispatchable_names: list[str]          # every dispatchable, in the file's order
+    commands: list[Command]
+    budget: _Budget = field(repr=False, default_factory=lambda: _Budget(0))
+    resources: dict[str, Resource] = field(default_factory=dict)  # filled by materialize()
+
+    def unsupported(self) -> list[UnsupportedError]:
+        """What this model needs that a CPU emulator cannot run, in the file's order."""
+        return [s.unsupported for s in self.resource_specs.values() if s.unsupported] + \
+            list(self.unsupported_dispatchables.values())
 
 
-def parse_json5(text: str, name: str) -> Any:
-    import json5
+class _Parser:
+    """Phase 1: the whole model checked without reading its data files."""
 
-    try:
-        return json5.loads(text)
-    except ValueError as e:
-        m = re.match(r"<string>:(\d+) (.*) at column (\d+)", str(e))
-        where = f"{name}:{m.group(1)}:{m.group(3)}" if m else name
-        raise ModelError(f"{where}: invalid JSON: {m.group(2) if m else e}") from None
+    def __init__(self, path: Path, options: LoadOptions):
+        self.path, self.options = path, options
+        self.budget = _Budget(options.max_resource_bytes)
+        self.folder = path.parent
+
+    # paths -------------------------------------------------------------------------------------
+    def resolve(self, value: Any, where: str, base: Path | None, folder_name: str) -> Path:
+        """A path inside the model's folder (or the folder the user named): absolute paths, '..'
+        and symlinks that lead outside are refused unless the user allows them."""
+        _expect(isinstance(value, str) and value != "", where, "a file path", value)
+        if "\0" in value:
+            raise ModelError(f"{where}: the path {_show(value)} contains a NUL character")
+        root = base if base is not None else self.folder
+        full = root / value
+        if self.options.allow_paths_outside_model:
+            return full
+        hint = f"; pass {OUTSIDE_OPTION} to allow it"
+        if Path(value).is_absolute():
+            raise ModelError(f"{where}: {_show(value)} is an absolute path: a model reads and "
+                             f"writes only inside {folder_name}{hint}")
+        try:
+            real, real_root = Path(os.path.realpath(full)), Path(os.path.realpath(root))
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{where}: cannot resolve {_show(value)}: {e}") from None
+        if not real.is_relative_to(real_root):
+            raise ModelError(f"{where}: {_show(value)} leads outside {folder_name} "
+                             f"({_show(str(real_root))[1:-1]}){hint}")
+        return full
+
+    def input_path(self, value: Any, where: str) -> Path:
+        base = self.options.input_dir
+        return self.resolve(value, where, base, "the input folder" if base else
+                            "the model's folder")
+
+    def output_path(self, value: Any, where: str) -> Path:
+        base = self.options.output_dir
+        return self.resolve(value, where, base, "the output folder" if base else
+                            "the model's folder")
+
+    # the document -------------------------------------------------------------------------------
+    def parse(self) -> Model:
+        doc = _object(parse_json(read_model_text(self.path, self.budget), str(self.path)),
+                      "the model")
+        self.budget = _Budget(self.options.max_resource_bytes)  # the text is freed after parsing
+        for member in ("resources", "dispatchables", "commands"):
+            if member not in doc:
+                raise ModelError(f"the model has no '{member}' member")
+        resources = {n: self.resource(n, s)
+                     for n, s in _object(doc["resources"], "resources").items()}
+        self.resources = resources
+        dispatchables: dict[str, Dispatchable] = {}
+        unsupported: dict[str, UnsupportedError] = {}
+        names = list(_object(doc["dispatchables"], "dispatchables"))
+        for n in names:
+            try:
+                dispatchables[n] = load_dispatchable(n, doc["dispatchables"][n])
+            except UnsupportedError as e:
+                unsupported[n] = e
+        self.dispatchables, self.others = dispatchables, unsupported
+        for d in dispatchables.values():
+            d.init_bindings = self.bindings(d.init_bindings, f"dispatchables.{_key(d.name)}"
+                                            ".bindings", d)
+        commands = doc["commands"]
+        _expect(isinstance(commands, list), "commands", "an array", commands)
+        parsed = [self.command(i, c) for i, c in enumerate(commands)]
+        return Model(self.path, self.options, resources, dispatchables, unsupported, names,
+                     parsed, self.budget)
+
+    # resources ----------------------------------------------------------------------------------
+    def resource(self, name: str, spec: Any) -> ResourceSpec:
+        where = f"resources.{_key(name)}"
+        obj = _object(spec, where)
+        _no_unknown(obj, RESOURCE_KEYS, where, "a buffer resource")
+        init = obj.get("initialValues")
+        if isinstance(init, dict):
+            _no_unknown(init, INITIALIZER_KEYS, f"{where}.initialValues", "an initializer")
+        kind = obj.get("type", "buffer")
+        _expect(kind == "buffer", f"{where}.type", '"buffer"', kind)
+        if init is None:
+            raise ModelError(f"{where}: initialValues is required")
+        data_type = None
+        if "initialValuesDataType" in obj:
+            data_type = _enum(DML_TENSOR_DATA_TYPE, obj["initialValuesDataType"],
+                              f"{where}.initialValuesDataType")
+        offset = _count(obj.get("initialValuesOffsetInBytes", 0),
+                        f"{where}.initialValuesOffsetInBytes", "a byte count >= 0")
+        size = _count(obj["sizeInBytes"], f"{where}.sizeInBytes", "a byte count >= 0") \
+            if "sizeInBytes" in obj else None
+        self.budget.check(offset, f"{where}.initialValuesOffsetInBytes", "it asks for")
+        if size is not None:
+            self.budget.check(size, f"{where}.sizeInBytes", "it asks for")
+        res = ResourceSpec(name, where, data_type, offset, size)
+        if isinstance(init, list) and (data_type == T.DML_TENSOR_DATA_TYPE_UNKNOWN or (
+                data_type is None and any(isinstance(v, dict) for v in init))):
+            res.unsupported = UnsupportedError(f"{where}.initialValues: {LIST_INITIALIZER}")
+            return res
+        is_file = isinstance(init, dict) and "sourcePath" in init
+        if "resampleSize" in obj or "resampleMode" in obj:
+            suffix = Path(init["sourcePath"]).suffix.lower() \
+                if is_file and isinstance(init["sourcePath"], str) else ""
+            if suffix not in IMAGE_SUFFIXES:
+                key = "resampleSize" if "resampleSize" in obj else "resampleMode"
+                raise ModelError(f"{where}.{key}: applies only to a .jpg or .png sourcePath")
+        if is_file:
+            self.file_source(res, obj, init)
+        elif data_type is None:
+            raise ModelError(f"{where}: initialValuesDataType is required (except for .npy "
+                             "sources)")
+        else:
+            if data_type not in NUMPY_DTYPE:
+                raise ModelError(f"{where}.initialValuesDataType: {data_type.name} has no element "
+                                 "type")
+            self.inline(res, init, np.dtype(NUMPY_DTYPE[data_type]))
+        return res
+
+    def inline(self, res: ResourceSpec, init: Any, dtype: np.dtype) -> None:
+        where = f"{res.where}.initialValues"
+        values: np.ndarray | None
+        if init == "deferred":
+            values = None
+        elif isinstance(init, list):
+            if not init:
+                raise ModelError(f"{where}: expected at least one value")
+            self.budget.check(res.offset + len(init) * dtype.itemsize, where, "the data needs")
+            values = _values(init, dtype, where)
+        else:
+            obj = _object(init, where)
+            if "valueCount" not in obj:
+                raise ModelError(f"{where}: expected an array, {{valueCount, value}}, "
+                                 "{valueCount, valueStart, valueDelta}, {sourcePath} or "
+                                 "\"deferred\"")
+            count = _count(obj["valueCount"], f"{where}.valueCount", "a count > 0", minimum=1)
+            self.budget.check(res.offset + count * dtype.itemsize, f"{where}.valueCount",
+                              "the data needs")
+            if "value" in obj:
+                _no_unknown(obj, {"valueCount", "value"}, where, "a constant initializer")
+                x = _scalar(obj["value"], dtype, f"{where}.value")
+                if dtype.kind in "iu" and not np.iinfo(dtype).min <= x <= np.iinfo(dtype).max:
+                    raise ModelError(f"{where}.value: {_show(x)} is out of range for "
+                                     f"{dtype.name} [{np.iinfo(dtype).min}, "
+                                     f"{np.iinfo(dtype).max}]")
+                with np.errstate(over="ignore"):  # beyond float16/32 range: inf, as in C
+                    one = np.array([x], np.float64 if dtype.kind == "f" else dtype).astype(dtype)
+                values = np.full(count, one[0], dtype=dtype)
+            elif "valueStart" in obj and "valueDelta" in obj:
+                _no_unknown(obj, {"valueCount", "valueStart", "valueDelta"}, where,
+                            "a sequence initializer")
+                start = _scalar(obj["valueStart"], dtype, f"{where}.valueStart")
+                delta = _scalar(obj["valueDelta"], dtype, f"{where}.valueDelta")
+                values = _sequence(start, delta, count, dtype, where)
+            else:
+                raise ModelError(f"{where}: expected {{valueCount, value}} or {{valueCount, "
+                                 "valueStart, valueDelta}")
+        res.values = values
+        need = 0 if values is None else res.offset + values.nbytes
+        if res.size is not None and res.size < need:
+            raise ModelError(f"{res.where}.sizeInBytes: {res.size} is smaller than the initial "
+                             f"data ({need} bytes including initialValuesOffsetInBytes)")
+        self.budget.take(res.size if res.size is not None else (need + 3) & ~3, res.where)
+
+    def file_source(self, res: ResourceSpec, obj: dict, init: dict) -> None:
+        where = f"{res.where}.initialValues.sourcePath"
+        _no_unknown(init, {"sourcePath"}, f"{res.where}.initialValues", "a file initializer")
+        res.source = self.input_path(init["sourcePath"], where)
+        res.source_text = init["sourcePath"]
+        suffix = res.source.suffix.lower()
+        if suffix not in (".npy", *RAW_SUFFIXES, *IMAGE_SUFFIXES):
+            raise ModelError(f"{where}: {_show(res.source_text)} must end in .npy, .dat, .bin, "
+                             ".jpg or .png")
+        if res.data_type is not None and res.data_type not in NUMPY_DTYPE:
+            raise ModelError(f"{res.where}.initialValuesDataType: {res.data_type.name} has no "
+                             "element type")
+        if suffix in RAW_SUFFIXES and res.data_type is None:
+            raise ModelError(f"{where}: raw files need initialValuesDataType")
+        if suffix in IMAGE_SUFFIXES:
+            self.image_source(res, obj)
+
+    def image_source(self, res: ResourceSpec, obj: dict) -> None:
+        where = res.where
+        if res.data_type not in IMAGE_TYPES:
+            raise ModelError(f"{where}.initialValuesDataType: an image source needs FLOAT32 or "
+                             f"FLOAT16, got {_show(obj.get('initialValuesDataType'))}")
+        mode = obj.get("resampleMode", "scale")
+        _expect(mode == "scale", f"{where}.resampleMode", '"scale"', mode)
+        if "resampleSize" not in obj:
+            raise ModelError(f"{where}: an image source needs resampleSize [1, C, H, W] (C = 3 "
+                             "for RGB, 4 for RGBA)")
+        dims = _array(obj["resampleSize"], f"{where}.resampleSize",
+                      lambda v, w: _count(v, w, "a size from 1 to 65535", 1, 65535))
+        if len(dims) != 4 or dims[0] != 1 or dims[1] not in (3, 4):
+            raise ModelError(f"{where}.resampleSize: expected [1, C, H, W] with C = 3 (RGB) or 4 "
+                             f"(RGBA), got {list(dims)}")
+        res.image = (dims[1], dims[2], dims[3])
+        assert res.data_type is not None
+        nbytes = math.prod(res.image) * np.dtype(NUMPY_DTYPE[res.data_type]).itemsize
+        self.budget.check(res.offset + nbytes, f"{where}.resampleSize", "the image needs")
+
+    # bindings and commands ----------------------------------------------------------------------
+    def source(self, value: Any, where: str, strict: bool) -> BindingSource:
+        if isinstance(value, str):
+            return BindingSource(where, _name(value, where, "resource", self.resources))
+        obj = _object(value, where)
+        if strict:
+            _no_unknown(obj, BINDING_KEYS, where, "a binding")
+        if "name" not in obj:
+            raise ModelError(f"{where}: name is required")
+        name = _name(obj["name"], where, "resource", self.resources)
+        offset = _count(obj.get("elementOffset", 0), f"{where}.elementOffset",
+                        "an element offset >= 0")
+        count = _count(obj["elementCount"], f"{where}.elementCount", "an element count >= 0") \
+            if "elementCount" in obj else None
+        return BindingSource(where, name, offset, count)
+
+    def bindings(self, value: Any, where: str, d: Dispatchable | None) -> Bindings:
+        obj = _object(value, where)
+        if d is not None:
+            points = [f.name for f in d.schema.fields if f.is_tensor]
+            for point in obj:
+                if point not in points:
+                    raise ModelError(f"{where}.{_key(point)}: not a bind point of "
+                                     f"{d.schema.struct_name}{_suggestion(point, points)} "
+                                     "(bind points: " + ", ".join(points) + ")")
+        out: Bindings = {}
+        for point, src in obj.items():
+            w = f"{where}.{_key(point)}"
+            if isinstance(src, list):
+                out[point] = [self.source(s, f"{w}[{i}]", d is not None)
+                              for i, s in enumerate(src)]
+            else:
+                out[point] = self.source(src, w, d is not None)
+        return out
+
+    def command(self, i: int, value: Any) -> Command:
+        where = f"commands[{i}]"
+        obj = _object(value, where)
+        kind = obj.get("type")
+        if not isinstance(kind, str) or kind not in COMMAND_KEYS:
+            raise ModelError(f"{where}.type: expected \"dispatch\", \"print\" or \"writeFile\", "
+                             f"got {_show(kind)}")
+        _no_unknown(obj, COMMAND_KEYS[kind], where, f"a {kind} command")
+        if kind == "dispatch":
+            known = {**self.dispatchables, **self.others}
+            name = _name(obj.get("dispatchable"), f"{where}.dispatchable", "dispatchable", known)
+            d = self.dispatchables.get(name)
+            if "threadGroupCount" in obj and d is not None:
+                raise ModelError(f"{where}.threadGroupCount: applies only to HLSL dispatchables")
+            bindings = self.bindings(obj.get("bindings", {}), f"{where}.bindings", d)
+            return DispatchCommand(where, name, bindings, obj)
+        resource = _name(obj.get("resource"), f"{where}.resource", "resource", self.resources)
+        if kind == "print":
+            if "verbose" in obj:
+                _bool(obj["verbose"], f"{where}.verbose")
+            return PrintCommand(where, resource, obj)
+        target = self.output_path(obj.get("targetPath"), f"{where}.targetPath")
+        suffix = target.suffix.lower()
+        dims = None
+        if "dimensions" in obj:
+            dims = _array(obj["dimensions"], f"{where}.dimensions",
+                          lambda v, w: _count(v, w, f"a size from 0 to {UINT32_MAX}", 0,
+                                              UINT32_MAX))
+        if suffix in OTHER_IMAGE_SUFFIXES:
+            raise ModelError(f"{where}.targetPath: {_show(obj['targetPath'])}: images are written "
+                             "as .png or .jpg (as DxDispatch writes them)")
+        kind = "npy" if suffix == ".npy" else "image" if suffix in IMAGE_SUFFIXES else "raw"
+        if kind == "image":
+            if dims is None or len(dims) != 4 or dims[0] != 1 or dims[1] not in (1, 3, 4) \
+                    or 0 in dims:
+                raise ModelError(f"{where}.dimensions: an image needs dimensions [1, C, H, W] "
+                                 f"with C = 1 (gray), 3 (RGB) or 4 (RGBA), got "
+                                 f"{_show(list(dims) if dims is not None else None)}")
+            if suffix == ".jpg" and dims[1] == 4:
+                raise ModelError(f"{where}.dimensions: a .jpg has no alpha channel: write C = 1 "
+                                 "or 3, or a .png")
+            data_type = self.resources[resource].data_type
+            if data_type is not None and data_type not in IMAGE_TYPES:
+                raise ModelError(f"{where}.resource: an image is written from FLOAT32 or FLOAT16 "
+                                 f"data; '{_key(resource)}' holds {short_name(data_type)}")
+        return WriteFileCommand(where, resource, target, obj["targetPath"], dims, kind, obj)
 
 
-def load_model(path: str | Path) -> Model:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ModelError(f"{path}: cannot read the model: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ModelError(f"{path}: the model is not UTF-8 text") from None
-    doc = _object(parse_json5(text, str(path)), "the model")
-    for member in ("resources", "dispatchables", "commands"):
-        if member not in doc:
-            raise ModelError(f"the model has no '{member}' member")
-    resources = {n: load_resource(n, s, p.parent)
-                 for n, s in _object(doc["resources"], "resources").items()}
-    dispatchables = {n: load_dispatchable(n, s)
-                     for n, s in _object(doc["dispatchables"], "dispatchables").items()}
-    commands = doc["commands"]
-    _expect(isinstance(commands, list), "commands", "an array", commands)
-    return Model(p, resources, dispatchables, commands, doc)
+def parse_model(path: str | Path, options: LoadOptions | None = None) -> Model:
+    """Phase 1: the model checked (keys, names, values, sizes, paths) without reading data files.
+    ``check`` stops here; ``run`` goes on with ``materialize``."""
+    return _Parser(Path(path), options or LoadOptions()).parse()
+
+
+def materialize(model: Model) -> None:
+    """Phase 2: read the data files and allocate every buffer (charged to the model's budget)."""
+    # Where the imaging library is needed and missing, say so before anything is read or run.
+    for res in model.resource_specs.values():
+        if res.image is not None:
+            _pillow(f"{res.where}.initialValues.sourcePath",
+                    f"reading the image {_show(res.source_text)}")
+    for cmd in model.commands:
+        if isinstance(cmd, WriteFileCommand) and cmd.kind == "image":
+            _pillow(f"{cmd.where}.targetPath", f"writing the image {_show(cmd.target_text)}")
+    for res in model.resource_specs.values():
+        model.resources[res.name] = _materialize(res, model.budget)
+
+
+def _materialize(res: ResourceSpec, budget: _Budget) -> Resource:
+    data_type = res.data_type
+    values = res.values
+    if res.source is not None:
+        where = f"{res.where}.initialValues.sourcePath"
+        shown = _show(res.source_text)
+        data = read_regular_file(res.source, where, shown, budget)
+        suffix = res.source.suffix.lower()
+        if suffix == ".npy":
+            values = _npy(data, where, shown)
+            if data_type is None:
+                try:
+                    data_type = data_type_of_numpy(values.dtype)
+                except KeyError:
+                    raise ModelError(f"{res.where}: .npy dtype {values.dtype} has no DML data "
+                                     "type") from None
+            elif values.dtype != np.dtype(NUMPY_DTYPE[data_type]):
+                raise ModelError(f"{where}: {shown} holds {values.dtype} data but "
+                                 f"initialValuesDataType says {NUMPY_DTYPE[data_type]}")
+        elif res.image is not None:
+            assert data_type is not None
+            values = image_to_tensor(data, *res.image, np.dtype(NUMPY_DTYPE[data_type]), where,
+                                     shown)
+        else:
+            assert data_type is not None
+            dtype = np.dtype(NUMPY_DTYPE[data_type])
+            if len(data) % dtype.itemsize:
+                raise ModelError(f"{where}: {shown} has {len(data)} bytes, not a multiple of "
+                                 f"{dtype.itemsize} ({dtype.name})")
+            values = np.frombuffer(data, dtype=dtype)
+        del data
+        need = res.offset + values.nbytes
+        if res.size is not None and res.size < need:
+            raise ModelError(f"{res.where}.sizeInBytes: {res.size} is smaller than the initial "
+                             f"data ({need} bytes including initialValuesOffsetInBytes)")
+        budget.take(res.size if res.size is not None else (need + 3) & ~3, res.where)
+    assert data_type is not None
+    need = 0 if values is None else res.offset + values.nbytes
+    size = res.size if res.size is not None else (need + 3) & ~3
+    buffer = Buffer(size)
+    if values is not None:
+        buffer.numpy()[res.offset:need] = values.reshape(-1).view(np.uint8)
+    return Resource(res.name, data_type, buffer)
+
+
+def load_model(path: str | Path, options: LoadOptions | None = None) -> Model:
+    """Both phases: the model checked, then (if a CPU emulator can run all of it) its data read
+    and its buffers allocated."""
+    model = parse_model(path, options)
+    unsupported = model.unsupported()
+    if unsupported:
+        raise unsupported[0]
+    materialize(model)
+    return model
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -495,59 +1221,73 @@ def format_value(v: Any) -> str:
     return str(int(v))
 
 
+@dataclass(frozen=True)
+class Timing:
+    """DxDispatch's timing options (-i, -r, -t, -I, -w, -v)."""
+
+    iterations: int = 1
+    repeat: int = 1
+    milliseconds: int | None = None
+    interval_ms: int = 0
+    warmup: int = 1
+    verbosity: int = 0
+
+    @property
+    def report(self) -> bool:
+        """Timing lines are printed only when timing was asked for (so plain output stays
+        comparable with golden files)."""
+        return self.iterations > 1 or self.repeat > 1 or self.milliseconds is not None \
+            or self.verbosity > 0
+
+
+def _stats(samples: list[float]) -> str:
+    s = sorted(samples)
+    return (f"{len(s)} samples, {sum(s) / len(s):.4f} ms average, {s[0]:.4f} ms min, "
+            f"{s[len(s) // 2]:.4f} ms median, {s[-1]:.4f} ms max")
+
+
 class Runner:
-    """Runs a model on a device: creates its operators, initializes them, executes commands."""
+    """Runs a materialized model on a device: creates its operators, initializes them, executes
+    its commands."""
 
     def __init__(self, model: Model, device: IDMLDevice, out: IO[str] = sys.stdout,
-                 iterations: int = 1, progress: Callable[[str, int, int], None] | None = None):
+                 timing: Timing | int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None,
+                 print_commands: bool = False):
         self.model, self.device, self.out = model, device, out
-        self.iterations = iterations
+        self.timing = Timing(iterations=timing) if isinstance(timing, int) else timing or Timing()
         self.progress = progress
+        self.print_commands = print_commands
         self.queue = CommandQueue()
         self.recorder = device.CreateCommandRecorder()
 
-    def _binding(self, source: Any, where: str) -> DML_BUFFER_BINDING:
-        if isinstance(source, str):
-            source = {"name": source}
-        obj = _object(source, where)
-        _no_unknown(obj, BINDING_KEYS, where, "a binding")
-        name = obj.get("name")
-        if name not in self.model.resources:
-            raise ModelError(f"{where}: '{name}' is not a resource of the model (resources: "
-                             + ", ".join(self.model.resources) + ")")
-        res = self.model.resources[name]
-        offset = _int(obj.get("elementOffset", 0), f"{where}.elementOffset") * res.dtype.itemsize
-        if not 0 <= offset <= res.buffer.size_in_bytes:
-            raise ModelError(f"{where}.elementOffset: byte offset {offset} lies outside "
-                             f"'{name}' ({res.buffer.size_in_bytes} bytes)")
+    def _binding(self, src: BindingSource) -> DML_BUFFER_BINDING:
+        res = self.model.resources[src.name]
+        item = res.dtype.itemsize
+        offset = src.element_offset * item
+        if offset > res.buffer.size_in_bytes:
+            raise ModelError(f"{src.where}.elementOffset: byte offset {offset} lies outside "
+                             f"'{_key(src.name)}' ({res.buffer.size_in_bytes} bytes)")
         size = res.buffer.size_in_bytes - offset  # to the end, unless elementCount says less
-        if "elementCount" in obj:
-            count = _int(obj["elementCount"], f"{where}.elementCount")
-            if not 0 <= count * res.dtype.itemsize <= size:
-                raise ModelError(f"{where}.elementCount: {count} elements from element "
-                                 f"{offset // res.dtype.itemsize} do not fit in '{name}'")
-            size = count * res.dtype.itemsize
+        if src.element_count is not None:
+            if src.element_count * item > size:
+                raise ModelError(f"{src.where}.elementCount: {src.element_count} elements from "
+                                 f"element {src.element_offset} do not fit in "
+                                 f"'{_key(src.name)}'")
+            size = src.element_count * item
         return DML_BUFFER_BINDING(Buffer=res.buffer, Offset=offset, SizeInBytes=size)
 
-    def _bind_points(self, d: Dispatchable, bindings: dict, where: str
-                     ) -> tuple[list[Any], list[Any]]:
-        points = {f.name: f for f in d.schema.fields if f.is_tensor}
-        for name in bindings:
-            if name not in points:
-                raise ModelError(f"{where}.{name}: not a bind point of {d.schema.struct_name} "
-                                 "(bind points: " + ", ".join(points) + ")")
-
+    def _bind_points(self, d: Dispatchable, bindings: Bindings) -> tuple[list[Any], list[Any]]:
         def one(f: Field) -> Any:
-            if f.name not in bindings:
+            src = bindings.get(f.name)
+            if src is None:
                 return None
-            src = bindings[f.name]
             if isinstance(src, list):
                 return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY,
                                         Desc=DML_BUFFER_ARRAY_BINDING(Bindings=[
-                                            self._binding(s, f"{where}.{f.name}[{i}]")
-                                            for i, s in enumerate(src)]))
+                                            self._binding(s) for s in src]))
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER,
-                                    Desc=self._binding(src, f"{where}.{f.name}"))
+                                    Desc=self._binding(src))
 
         return [one(f) for f in d.schema.inputs], [one(f) for f in d.schema.outputs]
 
@@ -565,87 +1305,125 @@ class Runner:
     def prepare(self) -> None:
         """Create, compile and initialize every dispatchable (OWNED_BY_DML inputs bound here)."""
         for d in self.model.dispatchables.values():
+            t0 = time.perf_counter()
             d.compiled = self.device.CompileOperator(self.device.CreateOperator(d.desc), d.flags)
             init = self.device.CreateOperatorInitializer([d.compiled])
             table = self._table(init)
-            inputs, _ = self._bind_points(d, d.init_bindings, f"dispatchables.{d.name}.bindings")
+            inputs, _ = self._bind_points(d, d.init_bindings)
             if any(b is not None for b in inputs):
                 table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
                     b.Desc if b is not None else DML_BUFFER_BINDING() for b in inputs])])
             self.queue.ExecuteCommandLists([self._record(init, table)])
+            if self.timing.verbosity >= 1:
+                ms = (time.perf_counter() - t0) * 1e3
+                print(f"Initialize '{d.name}': {ms:.4f} ms", file=self.out)
 
     def run(self) -> None:
         self.prepare()
         for i, command in enumerate(self.model.commands):
-            where = f"commands[{i}]"
-            obj = _object(command, where)
-            kind = obj.get("type")
-            if kind in COMMAND_KEYS:
-                _no_unknown(obj, COMMAND_KEYS[kind], where, f"a {kind} command")
-            if kind == "dispatch":
-                self.dispatch(obj, where)
-            elif kind == "print":
-                self.print(self._resource(obj, where))
-            elif kind == "writeFile":
-                self.write_file(obj, where)
-            else:
-                raise ModelError(f"{where}.type: expected \"dispatch\", \"print\" or "
-                                 f"\"writeFile\", got {_show(kind)}")
+            if not self.print_commands:
+                self.execute(command)
+                continue
+            # DxDispatch's --print_commands lines (its console logger's format).
+            print(f"[StartCmd][{i:04}]\t: {json.dumps(command.raw, separators=(',', ':'))}",
+                  file=self.out)
+            try:
+                self.execute(command)
+            except (DMLError, ModelError) as e:
+                hr = e.hresult if isinstance(e, DMLError) else 0x80004005
+                print(f"[EndCmd][{i:04}]\t: hr={hr:<#010x} {e}\n", file=self.out)
+                raise
+            print(f"[EndCmd][{i:04}]\t: hr={0:<#010x} \n", file=self.out)
 
-    def _resource(self, obj: dict, where: str) -> Resource:
-        name = obj.get("resource")
-        if name not in self.model.resources:
-            raise ModelError(f"{where}.resource: '{name}' is not a resource of the model")
-        return self.model.resources[name]
+    def execute(self, command: Command) -> None:
+        if isinstance(command, DispatchCommand):
+            self.dispatch(command)
+        elif isinstance(command, PrintCommand):
+            self.print(self.model.resources[command.resource])
+        else:
+            self.write_file(command)
 
-    def dispatch(self, obj: dict, where: str) -> None:
-        name = obj.get("dispatchable")
-        if name not in self.model.dispatchables:
-            raise ModelError(f"{where}.dispatchable: '{name}' is not a dispatchable of the model")
-        d = self.model.dispatchables[name]
-        inputs, outputs = self._bind_points(d, _object(obj.get("bindings", {}),
-                                                       f"{where}.bindings"), f"{where}.bindings")
+    def dispatch(self, cmd: DispatchCommand) -> None:
+        d = self.model.dispatchables[cmd.dispatchable]
+        inputs, outputs = self._bind_points(d, cmd.bindings)
         table = self._table(d.compiled)
         table.BindInputs(inputs)
         table.BindOutputs(outputs)
         commands = self._record(d.compiled, table)
-        if self.iterations <= 1:
+        t = self.timing
+        if not t.report:
             self.queue.ExecuteCommandLists([commands])
             return
-        self.queue.ExecuteCommandLists([commands])  # warm-up: JIT compile or cache load
-        times = []
-        for k in range(self.iterations):
+        # DxDispatch's loop: each sample is the mean of `repeat` dispatches; -t runs until the
+        # time is up instead of counting iterations; -I keeps dispatches at least that far apart.
+        samples: list[float] = []
+        start = time.perf_counter()
+        while True:
             t0 = time.perf_counter()
-            self.queue.ExecuteCommandLists([commands])
-            times.append(time.perf_counter() - t0)
-            if self.progress:
-                self.progress(name, k + 1, self.iterations)
-        median = statistics.median(times) * 1e3
-        print(f"Dispatch '{name}': {self.iterations} iterations, {median:.4f} ms median (CPU)",
-              file=self.out)
+            for _ in range(t.repeat):
+                self.queue.ExecuteCommandLists([commands])
+            t1 = time.perf_counter()
+            samples.append((t1 - t0) * 1e3 / t.repeat)
+            if self.progress and t.milliseconds is None:
+                self.progress(d.name, len(samples), t.iterations)
+            sleep = max(0.0, t.interval_ms - (time.perf_counter() - t0) * 1e3)
+            if t.milliseconds is not None:
+                if (time.perf_counter() - start) * 1e3 + sleep > t.milliseconds:
+                    break
+            elif len(samples) >= t.iterations:
+                break
+            if sleep:
+                time.sleep(sleep / 1e3)
+        self._report(d.name, samples)
+
+    def _report(self, name: str, samples: list[float]) -> None:
+        # The first samples (JIT compile, cold caches) are "cold", the rest "hot"; at least one
+        # sample is hot. The median is the upper median, as DxDispatch takes it.
+        cold_count = min(len(samples) - 1, self.timing.warmup)
+        cold, hot = samples[:cold_count], samples[cold_count:]
+        if self.timing.verbosity == 0:
+            median = sorted(hot)[len(hot) // 2]
+            print(f"Dispatch '{name}': {len(samples)} iterations, {median:.4f} ms median (CPU)",
+                  file=self.out)
+        else:
+            print(f"Dispatch '{name}': {len(samples)} iterations", file=self.out)
+            if cold:
+                print(f"CPU Timings (Cold) : {_stats(cold)}", file=self.out)
+            print(f"CPU Timings (Hot)  : {_stats(hot)}", file=self.out)
+        if self.timing.verbosity >= 2:
+            print("The timings of each iteration: ", file=self.out)
+            for i, s in enumerate(samples):
+                print(f"iteration {i}: {s:.4f} ms (CPU)", file=self.out)
 
     def print(self, res: Resource) -> None:
         values = res.buffer.numpy(res.dtype)
         print(f"Resource '{res.name}': " + ", ".join(format_value(v) for v in values.tolist()),
               file=self.out)
 
-    def write_file(self, obj: dict, where: str) -> None:
-        res = self._resource(obj, where)
-        target = _str(obj.get("targetPath"), f"{where}.targetPath", "a file path")
-        path = self.model.path.parent / target
+    def write_file(self, cmd: WriteFileCommand) -> None:
+        res = self.model.resources[cmd.resource]
         values = res.buffer.numpy(res.dtype)
-        try:
-            if path.suffix.lower() == ".npy":
-                dims = obj.get("dimensions", [values.size])
-                _expect(isinstance(dims, list), f"{where}.dimensions", "an array", dims)
-                shape = tuple(_int(v, f"{where}.dimensions[{i}]") for i, v in enumerate(dims))
-                count = int(np.prod(shape, dtype=np.int64))
-                if count > values.size:
-                    raise ModelError(f"{where}.dimensions: {list(shape)} needs {count} elements; "
-                                     f"'{res.name}' holds {values.size}")
-                np.save(path, values[:count].reshape(shape))
-            else:
-                path.write_bytes(res.buffer.numpy().tobytes())
-        except OSError as e:
-            raise ModelError(f"{where}.targetPath: cannot write '{target}': "
-                             f"{e.strerror or e}") from None
+        where, shown = cmd.where, _show(cmd.target_text)
+        if cmd.kind == "npy":
+            shape = cmd.dimensions if cmd.dimensions is not None else (values.size,)
+            count = math.prod(shape)
+            if count > values.size:
+                raise ModelError(f"{where}.dimensions: {list(shape)} needs {count} elements; "
+                                 f"'{_key(res.name)}' holds {values.size}")
+            out = io.BytesIO()
+            np.save(out, values[:count].reshape(shape))
+            data = out.getvalue()
+        elif cmd.kind == "image":
+            assert cmd.dimensions is not None
+            _, c, h, w = cmd.dimensions
+            if res.data_type not in IMAGE_TYPES:
+                raise ModelError(f"{where}.resource: an image is written from FLOAT32 or FLOAT16 "
+                                 f"data; '{_key(res.name)}' holds {short_name(res.data_type)}")
+            if c * h * w > values.size:
+                raise ModelError(f"{where}.dimensions: {list(cmd.dimensions)} needs {c * h * w} "
+                                 f"elements; '{_key(res.name)}' holds {values.size}")
+            fmt = "PNG" if cmd.target.suffix.lower() == ".png" else "JPEG"
+            data = tensor_to_image(values, (c, h, w), fmt, f"{where}.targetPath", shown)
+        else:
+            data = res.buffer.numpy().tobytes()
+        write_regular_file(cmd.target, data, f"{where}.targetPath", shown)

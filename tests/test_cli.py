@@ -23,7 +23,14 @@ GOLDEN = Path(__file__).parent / "golden"
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, without_compile_notes(err)
+
+
+def without_compile_notes(err: str) -> str:
+    """stderr without the once-per-cache note that kernels are being compiled (tests run with a
+    cold cache in CI)."""
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith("dml-emulator: compiling CPU kernels"))
 
 
 @pytest.mark.parametrize("model", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -149,7 +156,18 @@ def test_info(capsys):
     (SLICE3D.replace('"InputWindowStrides": [1, -1, -1]', '"InputWindowStrides": [1, 0, -1]'),
      "E_INVALIDARG: DML_OPERATOR_SLICE1: InputWindowStrides[1] = 0 is invalid"),
     (SLICE3D.replace('"type": "SLICE1"', '"type": "hlsl"'),
-     "'hlsl' dispatchables are not supported"),
+     "dispatchables.s.type: 'hlsl' dispatchables (HLSL compute shaders) are not supported by a "
+     "CPU emulator of DirectML"),
+    (SLICE3D.replace('"type": "SLICE1"', '"type": "onnx"'),
+     "dispatchables.s.type: 'onnx' dispatchables (ONNX models, run by ONNX Runtime) are not "
+     "supported by a CPU emulator of DirectML"),
+    (SLICE3D.replace('"type": "SLICE1"', '"type": "ELEMENT_WISE_IDENTTY"'),
+     "dispatchables.s.type: 'ELEMENT_WISE_IDENTTY' is not a DML_OPERATOR_TYPE (did you mean "
+     "ELEMENT_WISE_IDENTITY?)"),
+    (SLICE3D.replace('"type": "SLICE1"', '"type": "DML_OPERATOR_SLCE1"'),
+     "'DML_OPERATOR_SLCE1' is not a DML_OPERATOR_TYPE (did you mean DML_OPERATOR_SLICE1?)"),
+    (SLICE3D.replace('"type": "SLICE1"', '"type": "QQQQQQQQQQ"'),
+     "'QQQQQQQQQQ' is not a DML_OPERATOR_TYPE ('dml-emulator info' lists the operators)"),
     (SLICE3D.replace('{"type": "print", "resource": "y"}', '{"type": "sleep"}'),
      'commands[1].type: expected "dispatch", "print" or "writeFile"'),
 ])
@@ -342,8 +360,8 @@ UPSTREAM_CHECK = {
     "dml_split": "split: SPLIT is valid from DML_FEATURE_LEVEL_3_0",
     "dml_upsample_2d": "upsample: UPSAMPLE_2D is valid from DML_FEATURE_LEVEL_1_0",
     "image_io": "convert_to_grayscale: CONVOLUTION is valid from DML_FEATURE_LEVEL_1_0",
-    "hlsl_add_fp16": "add: not checked: dispatchables.add.type: 'hlsl' dispatchables are not "
-                     "supported",
+    "hlsl_add_fp16": "add: not checked: dispatchables.add.type: 'hlsl' dispatchables (HLSL "
+                     "compute shaders) are not supported by a CPU emulator of DirectML",
     "hlsl_add_fp32": "add: not checked: dispatchables.add.type: 'hlsl'",
     "onnx_gemm": "gemm: not checked: dispatchables.gemm.type: 'onnx'",
     "onnx_dynamic_shapes": "concat: not checked: dispatchables.concat.type: 'onnx'",
@@ -402,3 +420,192 @@ def test_element_count_bounds_the_binding(capsys, tmp_path):
                          '"InputTensor": {"name": "input", "elementCount": 4}')
     code, out, err = run(capsys, "run", write(tmp_path, short))
     assert code == 2 and out == "" and "SizeInBytes" in err, err  # DirectML rejects a binding too small
+
+
+def test_a_misspelt_operator_never_suggests_invalid(capsys, tmp_path):
+    code, _, err = run(capsys, "run", write(tmp_path, SLICE3D.replace('"SLICE1"', '"INVALD"')))
+    assert code == 2 and "'INVALD' is not a DML_OPERATOR_TYPE" in err
+    assert "INVALID" not in err
+
+
+def test_not_implemented_is_one_short_line_pointing_to_info(capsys):
+    code, out, err = run(capsys, "run", UPSTREAM / "dml_reduce.json")
+    assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 300
+    assert err.rstrip().endswith("it has no CPU kernel yet (run 'dml-emulator info' for what "
+                                 "executes)")
+
+
+# -- the command line speaks DxDispatch ----------------------------------------------------------
+SLICE_OUT = "Resource 'output': 7, 9, 12, 14, 17, 19\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["{m}"],                                   # dxdispatch MODEL.json
+    ["-m", "{m}"], ["run", "--model", "{m}"],  # DxDispatch's -m/--model
+    ["--dml_feature_level", "3.1", "{m}"],     # options before the model, DxDispatch's names
+    ["{m}", "--dispatch_iterations", "1", "--dispatch_repeat", "1"],
+])
+def test_a_bare_model_runs_as_dxdispatch_runs_it(capsys, argv):
+    model = str(UPSTREAM / "dml_slice.json")
+    code, out, err = run(capsys, *[a.format(m=model) for a in argv])
+    assert (code, out, err) == (0, SLICE_OUT, "")
+
+
+@pytest.mark.parametrize("option,message", [
+    (["-a", "NVIDIA"], "DxDispatch's -a/--adapter (selects a DirectX adapter) has no meaning on a "
+                       "CPU emulator"),
+    (["--adapter=Intel"], "DxDispatch's -a/--adapter (selects a DirectX adapter) has no meaning"),
+    (["-s"], "DxDispatch's -s/--show_adapters (lists DirectX adapters) has no meaning on a CPU "
+             "emulator"),
+    (["--debug"], "DxDispatch's -d/--debug (enables the D3D12 and DirectML debug layers) has no "
+                  "meaning on a CPU emulator (every call is validated and reported as DMLError "
+                  "anyway)"),
+    (["-c", "gpu"], "DxDispatch's -c/--pix_capture_type (takes PIX captures) has no meaning on a "
+                    "CPU emulator"),
+    (["--queue_type", "compute"], "DxDispatch's -q/--queue_type (chooses the D3D12 command queue "
+                                  "type) has no meaning"),
+    (["--disable_gpu_timeout"], "--disable_gpu_timeout (disables the D3D12 queue's GPU timeout) "
+                                "has no meaning on a CPU emulator"),
+    (["--print_hlsl_disassembly"], "has no meaning on a CPU emulator: HLSL dispatchables are not "
+                                   "supported"),
+    (["-L", "3"], "DxDispatch's -L/--onnx_logging_level (configures ONNX Runtime) has no meaning "
+                  "on a CPU emulator: ONNX models are not supported"),
+])
+def test_dxdispatch_options_without_meaning_on_a_cpu_are_explained(capsys, option, message):
+    code, out, err = run(capsys, *option, UPSTREAM / "dml_slice.json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("dml-emulator: error: ") and message in err, err
+
+
+def test_usage_errors_are_one_line_with_status_2(capsys):
+    for argv, message in [(["--nope", "m.json"], "unrecognized arguments: --nope"),
+                          (["run", "m.json", "-i", "0"], "'0' is not a positive number of "
+                                                          "iterations"),
+                          (["run", "m.json", "-v", "3"], "'3' is not 0, 1 or 2"),
+                          (["check"], "the following arguments are required: model")]:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.count("\n") == 1 and message in err, err
+    code, _, err = run(capsys, "run")
+    assert code == 2 and err == ("dml-emulator: error: no model file given (dml-emulator "
+                                 "MODEL.json; see dml-emulator run --help)\n")
+    code, _, err = run(capsys, "run", "a.json", "-m", "b.json")
+    assert code == 2 and "give the model once" in err
+
+
+def test_timing_options_follow_dxdispatch(capsys):
+    model = UPSTREAM / "dml_slice.json"
+    code, out, _ = run(capsys, model, "-i", "4", "-r", "2", "-v", "2", "-w", "2")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Initialize 'slice': ")
+    assert lines[1] == "Dispatch 'slice': 4 iterations"
+    assert lines[2].startswith("CPU Timings (Cold) : 2 samples, ") and "ms median" in lines[2]
+    assert lines[3].startswith("CPU Timings (Hot)  : 2 samples, ")
+    assert lines[4] == "The timings of each iteration: "
+    assert [ln.split(":")[0] for ln in lines[5:9]] == [f"iteration {i}" for i in range(4)]
+    assert lines[9] == SLICE_OUT.rstrip()
+    # -t runs until the time is up (at least once); -I spaces the dispatches.
+    code, out, _ = run(capsys, model, "-t", "30", "-I", "10")
+    first = out.splitlines()[0]
+    assert code == 0 and first.startswith("Dispatch 'slice': ") and first.endswith(
+        "ms median (CPU)")
+    assert 1 <= int(first.split(": ")[1].split()[0]) <= 4
+
+
+def test_print_commands_in_dxdispatch_format(capsys):
+    code, out, _ = run(capsys, UPSTREAM / "dml_slice.json", "--print_commands")
+    assert code == 0 and out.splitlines()[:4] == [
+        '[StartCmd][0000]\t: {"type":"dispatch","dispatchable":"slice","bindings":'
+        '{"InputTensor":"input","OutputTensor":"output"}}',
+        "[EndCmd][0000]\t: hr=0x00000000 ", "",
+        '[StartCmd][0001]\t: {"type":"print","resource":"output"}']
+
+
+def test_show_dependencies(capsys):
+    code, out, _ = run(capsys, "-S")
+    assert code == 0 and out.startswith("dml-emulator: ") and "\nnumba: " in out
+    assert "\nPillow: " in out
+
+
+@pytest.mark.parametrize("command", ["run", "check", "info"])
+def test_a_bad_feature_level_variable_is_one_line_everywhere(capsys, monkeypatch, command):
+    monkeypatch.setenv("DML_EMULATOR_FEATURE_LEVEL", "9_9")
+    argv = [command] + ([] if command == "info" else [str(UPSTREAM / "dml_slice.json")])
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("dml-emulator: error: DML_EMULATOR_FEATURE_LEVEL: '9_9' is not a "
+                          "DirectML feature level (write 3_1, 3.1 or 0x3100")
+
+
+def test_info_reports_the_level_it_emulates(capsys, monkeypatch):
+    monkeypatch.setenv("DML_EMULATOR_FEATURE_LEVEL", "3.1")
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and "(default 3_1)" in out
+    assert "UINT4" not in out.split("Data types: ")[1].split("\n")[0]  # 6_0's types not at 3_1
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_help_states_the_real_default_level(capsys, command):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert e.value.code == 0 and "(default: $DML_EMULATOR_FEATURE_LEVEL or 6_4)" in text
+    assert "4_0" not in text
+
+
+def test_info_json_into_a_closed_pipe_ends_quietly():
+    p = subprocess.Popen([sys.executable, "-m", "emulator.cli", "info", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # as `| head -1` does once it has its line
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 1 and err == b""
+
+
+# -- run and check: one loading path, the same first error --------------------------------------
+@pytest.mark.parametrize("old,new,message", [
+    ('"InputWindowOffsets"', '"InputWindowOfsets"', "InputWindowOfsets is not a field"),
+    ('[1, 2, 3, -4]', '[1, 2, 3, 400]', "400 is out of range for int8"),
+    ('"OutputTensor": "y"', '"OutputTensor": "z"', "'z' is not a resource of the model"),
+    ('{"type": "print", "resource": "y"}', '{"type": "print", "resource": 7}',
+     "commands[1].resource: expected a resource name, got 7"),
+    ('[1, 2, 3, -4]', '{"sourcePath": "../x.bin"}', "'../x.bin' leads outside the model's folder"),
+    ('"valueCount": 4,', '"valueCount": 4000000000000,', "over the limit of 4294967296 bytes"),
+    ('"commands": [', '"commands": [{"type": "writeFile", "resource": "y", "targetPath": "y.npy", '
+                      '"dimensions": [-1]},', "commands[0].dimensions[0]: expected a size from 0"),
+])
+def test_run_and_check_report_the_same_first_error(capsys, tmp_path, old, new, message):
+    assert old in SLICE3D
+    model = write(tmp_path, SLICE3D.replace(old, new))
+    code_run, out_run, err_run = run(capsys, "run", model)
+    code_check, out_check, err_check = run(capsys, "check", model)
+    assert code_run == code_check == 2 and out_run == out_check == ""
+    assert err_run == err_check and err_run.count("\n") == 1, (err_run, err_check)
+    assert message in err_run, err_run
+
+
+def test_a_level_that_cannot_be_emulated_is_never_reported(capsys, monkeypatch):
+    import emulator.cli as cli_module
+    from emulator.featurelevels import ALL_LEVELS
+
+    monkeypatch.setattr(cli_module, "EMULATED_LEVELS", ALL_LEVELS[:5])
+    code, out, err = run(capsys, "info")
+    assert code == 2 and out == ""
+    assert err == ("dml-emulator: error: DML_FEATURE_LEVEL_6_4 cannot be emulated (emulated: 1_0, "
+                   "2_0, 2_1, 3_0, 3_1)\n")
+
+
+@pytest.mark.parametrize("exception,code,message", [
+    (MemoryError, 2, "dml-emulator: error: out of memory (lower --max-resource-bytes to refuse "
+                     "such models up front)\n"),
+    (KeyboardInterrupt, 130, "dml-emulator: interrupted\n"),
+])
+def test_memory_and_interrupts_are_one_line(capsys, monkeypatch, exception, code, message):
+    import emulator.dxdispatch
+
+    def fail(*args, **kwargs):
+        raise exception
+
+    monkeypatch.setattr(emulator.dxdispatch, "load_model", fail)
+    assert run(capsys, UPSTREAM / "dml_slice.json") == (code, "", message)
