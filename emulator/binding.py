@@ -1,4 +1,5 @@
-"""Binding tables and every binding rule of directml.md §3.
+"""Binding tables and every binding rule DirectML enforces (Microsoft's
+IDMLBindingTable and DML_BUFFER_BINDING pages; docs/decisions.md, Bindings and execution).
 
 Bind* calls check what they can alone (count, type, range inside the buffer, offset alignment,
 SizeInBytes >= TotalTensorSizeInBytes, OWNED_BY_DML bound only at initialization);

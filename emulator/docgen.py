@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +33,29 @@ def _where(spec: OperatorSpec) -> str:
     if spec.module is not None:
         places.append("`" + spec.module.__name__.split("[")[0].replace(".", "/") + ".py`")
     return " and ".join(places) or "—"
+
+
+# Where each MicrosoftDocs repository's operator pages are published (a support entry's "source"
+# names the repository, its commit and the page's file; the rendered page cites the published page,
+# since the file paths are not paths of this repository).
+PUBLISHED = {
+    "sdk-api": "https://learn.microsoft.com/en-us/windows/win32/api/directml/",
+    "windows-ai-docs": "https://learn.microsoft.com/en-us/windows/ai/directml/api/",
+}
+_SOURCE = re.compile(r"(?P<repo>sdk-api|windows-ai-docs)(?P<commit>@[0-9a-f]+)?\s+(?:\S*/)?"
+                     r"(?P<page>ns-directml-[a-z0-9_]+)\.md\s*(?P<rest>.*)", re.S)
+
+
+def source_text(source: str) -> str:
+    """A support entry's source as a link to Microsoft's published page, with its provenance."""
+    m = _SOURCE.fullmatch(source.strip())
+    if m is None:
+        return source
+    page = m["page"]
+    provenance = f"MicrosoftDocs/{m['repo']}{m['commit'] or ''}"
+    rest = " ".join(m["rest"].split())
+    return (f"Microsoft's [{page.removeprefix('ns-directml-').upper()}]({PUBLISHED[m['repo']]}"
+            f"{page}) page (transcribed from {provenance}{', ' + rest if rest else ''})")
 
 
 def render() -> str:
@@ -76,7 +100,7 @@ def render() -> str:
                              + ", ".join(short_name(t) for t in types) + " |")
         entry = spec.support_entry
         if entry is not None and entry.source:
-            lines += ["", f"Source: {entry.source}."]
+            lines += ["", f"Source: {source_text(entry.source)}."]
         if entry is not None and entry.notes:
             lines += ["", f"Decisions and notes: {' '.join(entry.notes.split())}"]
     return "\n".join(lines) + "\n"

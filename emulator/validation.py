@@ -199,7 +199,8 @@ def unwrap_tensor_desc(ctx: Context, field: str, value: Any) -> DML_BUFFER_TENSO
 
 
 def check_tensor(ctx: Context, field: str, value: Any, is_output: bool) -> Tensor:
-    """Every rule of a buffer tensor desc (directml.md §3) that does not depend on the operator."""
+    """Every rule of a buffer tensor desc (Microsoft's DML_BUFFER_TENSOR_DESC page) that does not
+    depend on the operator."""
     d = unwrap_tensor_desc(ctx, field, value)
     try:
         data_type = DML_TENSOR_DATA_TYPE(d.DataType)

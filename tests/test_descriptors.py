@@ -73,7 +73,7 @@ def test_enum_classes_and_flags():
     assert d.short_name(DML_OPERATOR_ACTIVATION_RELU) == "ACTIVATION_RELU"
 
 
-# Field names and order as in directml.md §2 (the header), written out independently of the schema.
+# Field names and order as in DirectML.h, written out independently of the schema.
 # Every struct's fields in header order, from the facts the schema is generated from (DML_OPERATOR_DESC
 # is not in them: a pair of Type and Desc, as DML_TENSOR_DESC).
 _FACTS = json.loads((Path(__file__).resolve().parent.parent / "tools" / "directml-schema.json")

@@ -1,6 +1,6 @@
 """DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION (version 0): MVN1 over fixed axes of a 4-D input.
 
-CrossChannel FALSE normalizes over axes {0, 2, 3}, TRUE over {1, 2, 3} (directml.md §2 and the
+CrossChannel FALSE normalizes over axes {0, 2, 3}, TRUE over {1, 2, 3} (the
 MVN1 page; the v0 page's prose says {2, 3} for FALSE, which this project does not follow). 4-D at
 every level; Scale and Bias may broadcast any dimension; otherwise as MVN1.
 """

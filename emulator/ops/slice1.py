@@ -3,9 +3,9 @@
     CopyStart[i] = InputWindowOffsets[i] + (InputWindowSizes[i] - 1 if InputWindowStrides[i] < 0)
     Output[c] = Input[CopyStart + InputWindowStrides * c]
 
-Rules (Microsoft's page and directml.md §4): same DataType and DimensionCount for both tensors, the
-DimensionCount field equal to both, strides never 0, windows non-empty and inside the input, and
-1 <= OutputSizes[i] <= 1 + (InputWindowSizes[i] - 1) / |InputWindowStrides[i]|.
+Rules (Microsoft's DML_SLICE1_OPERATOR_DESC page): same DataType and DimensionCount for both
+tensors, the DimensionCount field equal to both, strides never 0, windows non-empty and inside the
+input, and 1 <= OutputSizes[i] <= 1 + (InputWindowSizes[i] - 1) / |InputWindowStrides[i]|.
 """
 
 from __future__ import annotations

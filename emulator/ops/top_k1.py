@@ -1,9 +1,9 @@
 """DML_OPERATOR_TOP_K1 (DML_TOP_K1_OPERATOR_DESC): the K largest (DECREASING) or smallest
 (INCREASING) elements of every sequence along ``Axis``, sorted, with their indices.
 
-Rules (Microsoft's page, directml.md §4): the three tensors share a DimensionCount; input and
-values share a DataType; both outputs have the input's sizes except ``Sizes[Axis] == K``;
-``Axis < DimensionCount``. **Decisions** (directml.md §5): 1 <= K <= the axis size; ties are
+Rules (Microsoft's DML_TOP_K1_OPERATOR_DESC page): the three tensors share a DimensionCount;
+input and values share a DataType; both outputs have the input's sizes except ``Sizes[Axis] == K``;
+``Axis < DimensionCount``. **Decisions** (docs/decisions.md): 1 <= K <= the axis size; ties are
 ordered by ascending index in both directions; NaN ranks above +inf (first when DECREASING, last
 when INCREASING), NaNs tie by index; -0 and +0 are equal.
 """
