@@ -86,6 +86,9 @@ def check_buffer(bb: DML_BUFFER_BINDING, where: str, need: int, alignment: int) 
     if off % alignment:
         raise invalid_arg(f"{where}: Offset = {off} is invalid: must be a multiple of "
                           f"{alignment} bytes")
+    if off > res.size:
+        raise invalid_arg(f"{where}: Offset = {off} is invalid: it lies past the end of the "
+                          f"buffer ({res.size} bytes)")
     size = res.size - off if bb.SizeInBytes is None else bb.SizeInBytes
     if not is_int(size) or size < 0:
         raise invalid_arg(f"{where}: SizeInBytes = {fmt(size)} is invalid: must be a byte "
@@ -162,6 +165,7 @@ class IDMLBindingTable:
         self.outputs: list[Any] | None = None
         self.temporary: Bound | None = None
         self.persistent: Bound | None = None
+        self.generation = 0  # the dispatchable's Reset count when this table was made for it
         if desc is None:
             return
         if not isinstance(desc, DML_BINDING_TABLE_DESC):
@@ -177,11 +181,16 @@ class IDMLBindingTable:
                               f"{fmt(desc.SizeInDescriptors)} is invalid: the dispatchable's "
                               f"RequiredDescriptorCount is {need}")
         self.dispatchable = d
+        self.generation = getattr(d, "generation", 0)
 
     def _target(self, method: str) -> Any:
         if self.dispatchable is None:
             raise invalid_arg(f"IDMLBindingTable::{method}: the table has no dispatchable "
                               "(create it with a DML_BINDING_TABLE_DESC or call Reset)")
+        if getattr(self.dispatchable, "generation", 0) != self.generation:
+            raise invalid_arg(f"IDMLBindingTable::{method}: the initializer was Reset after this "
+                              "table was made for it, which invalidates the table (as in "
+                              "DirectML); call IDMLBindingTable::Reset and bind again")
         return self.dispatchable
 
     def BindInputs(self, bindings: Sequence[Any] | None) -> None:
@@ -221,9 +230,21 @@ def check_counts(where: str, what: str, got: int, names: Sequence[str]) -> None:
                           "optional tensor as DML_BINDING_TYPE_NONE)")
 
 
-def check_overlaps(where: str, inputs: Sequence[tuple[str, Bound | None]],
-                   outputs: Sequence[tuple[str, Bound | None]], in_place: bool) -> None:
-    """Outputs never overlap each other; an input and an output only if identical and in-place.
+Slot = tuple[str, Tensor | None, Bound | None]
+
+
+def same_elements(a: Tensor | None, b: Tensor | None) -> bool:
+    """Two tensors that address the same bytes as the same elements: data type, sizes, strides."""
+    return a is not None and b is not None and a.data_type == b.data_type and \
+        tuple(a.sizes) == tuple(b.sizes) and tuple(a.strides) == tuple(b.strides)
+
+
+def check_overlaps(where: str, inputs: Sequence[Slot], outputs: Sequence[Slot],
+                   in_place: bool) -> None:
+    """Outputs never overlap each other; an input and an output only if the operator runs in
+    place and both bind the identical region as the identical tensor (data type, sizes, strides):
+    otherwise an element would be overwritten before it is read, and the result would depend on
+    the thread count.
 
     A tensor's region is [Offset, Offset + TotalTensorSizeInBytes) of its resource.
     """
@@ -231,14 +252,14 @@ def check_overlaps(where: str, inputs: Sequence[tuple[str, Bound | None]],
         (a0, a1), (b0, b1) = a.span(), b.span()
         return a0 < b1 and b0 < a1
 
-    for i, (on, ob) in enumerate(outputs):
+    for i, (on, ot, ob) in enumerate(outputs):
         if ob is None:
             continue
-        for pn, pb in outputs[:i]:
+        for pn, _, pb in outputs[:i]:
             if pb is not None and overlap(ob, pb):
                 raise invalid_arg(f"{where}: outputs {pn} and {on} overlap in memory; output "
                                   "regions must not overlap")
-        for n, b in inputs:
+        for n, t, b in inputs:
             if b is None or not overlap(ob, b):
                 continue
             if not in_place:
@@ -247,3 +268,8 @@ def check_overlaps(where: str, inputs: Sequence[tuple[str, Bound | None]],
             if b.span() != ob.span():
                 raise invalid_arg(f"{where}: input {n} and output {on} overlap but are not the "
                                   "same region; in-place execution needs identical regions")
+            if not same_elements(t, ot):
+                raise invalid_arg(f"{where}: input {n} and output {on} bind the same region as "
+                                  "different tensors (data type, sizes or strides differ); "
+                                  "in-place execution needs element-for-element identical "
+                                  "tensors")

@@ -298,8 +298,8 @@ class IDMLCompiledOperator:
                               "(BindOutputs)")
         inputs = tuple(table.inputs) if table.inputs is not None else (None,) * len(ins)
         outputs = tuple(table.outputs)
-        binding.check_overlaps(where, [(n, b) for (n, _), b in zip(ins, inputs)],
-                               [(n, b) for (n, _), b in zip(outs, outputs)],
+        binding.check_overlaps(where, [(n, t, b) for (n, t), b in zip(ins, inputs)],
+                               [(n, t, b) for (n, t), b in zip(outs, outputs)],
                                self.operator.spec.in_place)
         return OperatorDispatch(self, inputs, outputs)
 
@@ -310,7 +310,14 @@ class IDMLCompiledOperator:
                        if b is not None and t is not None}
         self._initialized = True
 
-    def _execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None]) -> None:
+    def _reserve(self) -> Any:
+        """The dispatch's data-sized scratch, taken before a command list runs (plans that
+        need none have no ``reserve``)."""
+        reserve = getattr(self.operator.plan, "reserve", None)
+        return reserve() if reserve is not None else None
+
+    def _execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
+                 reserved: Any = None) -> None:
         regions: dict[str, np.ndarray] = dict(self._owned)
         for (name, _), b in zip(self._tensors("input"), inputs):
             if b is not None:
@@ -321,7 +328,10 @@ class IDMLCompiledOperator:
         from .kernels.jit import compiling_for, launch_guard
 
         with launch_guard(), compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
-            self.operator.plan.run(regions)
+            if reserved is None:
+                self.operator.plan.run(regions)
+            else:
+                self.operator.plan.run(regions, reserved)
 
 
 class IDMLOperatorInitializer:
@@ -330,10 +340,12 @@ class IDMLOperatorInitializer:
     def __init__(self, device: IDMLDevice, operators: tuple[IDMLCompiledOperator, ...]):
         self._device = device
         self.operators = operators
+        self.generation = 0  # counts Resets: a binding table made before one is invalid
 
     def Reset(self, operators: Sequence[IDMLCompiledOperator] | None) -> None:
         self._device._check_alive()
         self.operators = _compiled_list(self._device, operators)
+        self.generation += 1
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
@@ -387,6 +399,10 @@ class IDMLOperatorInitializer:
 
     def _dispatch_command(self, table: IDMLBindingTable) -> InitializerDispatch:
         where = "IDMLCommandRecorder::RecordDispatch (operator initializer)"
+        if table.generation != self.generation:
+            raise invalid_arg(f"{where}: the initializer was Reset after this binding table was "
+                              "made for it, which invalidates the table (as in DirectML); call "
+                              "IDMLBindingTable::Reset with the initializer and bind again")
         needs = any(t is not None and t.owned_by_dml
                     for op in self.operators for _, t in op._tensors("input"))
         if table.inputs is None and needs:

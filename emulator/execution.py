@@ -27,13 +27,18 @@ class OperatorDispatch:
     outputs: tuple[Bound | None, ...]
 
     def check(self, initialized: set[int]) -> None:
+        _check_covers(self.operator, "input", self.inputs)
+        _check_covers(self.operator, "output", self.outputs)
         if id(self.operator) not in initialized:
             raise invalid_arg(f"{self.operator.name}: the compiled operator was dispatched before "
                               "it was initialized; dispatch an IDMLOperatorInitializer for it "
                               "first")
 
-    def run(self) -> None:
-        self.operator._execute(self.inputs, self.outputs)
+    def reserve(self) -> Any:
+        return self.operator._reserve()
+
+    def run(self, reserved: Any = None) -> None:
+        self.operator._execute(self.inputs, self.outputs, reserved)
 
 
 @dataclass(frozen=True)
@@ -45,13 +50,21 @@ class InitializerDispatch:
     owned: tuple[tuple[Bound | None, ...], ...]
 
     def check(self, initialized: set[int]) -> None:
+        if len(self.owned) != len(self.operators):
+            raise invalid_arg("operator initializer: the recorded bindings do not match its "
+                              "operators; record the dispatch again")
+        for op, owned in zip(self.operators, self.owned):
+            _check_covers(op, "input", owned, owned=True)
         for op in self.operators:
             if id(op) in initialized:
                 raise invalid_arg(f"{op.name}: the compiled operator is already initialized; "
                                   "every operator is initialized exactly once")
             initialized.add(id(op))
 
-    def run(self) -> None:
+    def reserve(self) -> Any:
+        return None
+
+    def run(self, reserved: Any = None) -> None:
         for op, owned in zip(self.operators, self.owned):
             op._initialize(owned)
 
@@ -104,8 +117,35 @@ class CommandQueue:
             except DMLError as e:
                 device._remove(e)
                 raise
+        # Scratch memory that grows with the data, for every command, before any buffer changes.
+        reserved = []
         for c in commands:
-            c.run()
+            try:
+                reserved.append(c.reserve())
+            except DMLError as e:
+                _device(c)._remove(e)
+                raise
+        for c, r in zip(commands, reserved):
+            c.run(r)
+
+
+def _check_covers(op: Any, kind: str, bound: tuple[Any, ...], owned: bool = False) -> None:
+    """Re-validated when a command runs, whatever happened since it was recorded: one binding per
+    bind point, each covering its tensor (a kernel never reads or writes past a bound range), and
+    every tensor the kernel needs bound (``owned``: an initializer's OWNED_BY_DML entries)."""
+    slots = op._tensors(kind)
+
+    def needed(t: Any) -> bool:
+        return t is not None and not owned and not (kind == "input" and t.owned_by_dml)
+
+    ok = len(bound) == len(slots) and all(
+        (b is None and not needed(t)) or
+        (b is not None and t is not None and b.size >= t.total_bytes
+         and b.offset + b.size <= b.resource.size)
+        for b, (_, t) in zip(bound, slots))
+    if not ok:
+        raise invalid_arg(f"{op.name}: the recorded {kind} bindings no longer match the "
+                          "operator's tensors; bind and record the dispatch again")
 
 
 def _operators(c: Any) -> tuple[Any, ...]:

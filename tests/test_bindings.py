@@ -3,6 +3,8 @@ binding rule violated once (DMLError, device removed afterwards, no buffer chang
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from emulator import (
     DMLError,
 )
 from emulator.binding import Bound, check_overlaps
+from emulator.validation import Tensor as ValidatedTensor
 
 from .helpers import desc
 
@@ -355,22 +358,56 @@ def bound(resource, offset, extent):
     return Bound(resource, offset, extent, extent)
 
 
+T44 = ValidatedTensor(DML_TENSOR_DATA_TYPE_FLOAT32, (4, 4), (4, 1), False, 64,
+                      DML_TENSOR_FLAG_NONE, 4)
+
+
 def test_overlap_rules_for_outputs_and_in_place():
     res = np.zeros(256, np.uint8)
     a, b, c = bound(res, 0, 64), bound(res, 32, 64), bound(res, 128, 64)
-    check_overlaps("w", [("I", a)], [("O1", c), ("O2", bound(res, 192, 64))], in_place=False)
+
+    def s(name, b, t=T44):
+        return (name, t, b)
+
+    check_overlaps("w", [s("I", a)], [s("O1", c), s("O2", bound(res, 192, 64))], in_place=False)
     with pytest.raises(DMLError, match="outputs O1 and O2 overlap"):
-        check_overlaps("w", [], [("O1", a), ("O2", b)], in_place=False)
-    check_overlaps("w", [("I", a)], [("O", bound(res, 0, 64))], in_place=True)  # identical: ok
+        check_overlaps("w", [], [s("O1", a), s("O2", b)], in_place=False)
+    check_overlaps("w", [s("I", a)], [s("O", bound(res, 0, 64))], in_place=True)  # identical: ok
     with pytest.raises(DMLError, match="in-place execution needs identical regions"):
-        check_overlaps("w", [("I", a)], [("O", b)], in_place=True)
+        check_overlaps("w", [s("I", a)], [s("O", b)], in_place=True)
+    # The identical region as a different tensor: elements would be overwritten before read.
+    transposed = dataclasses.replace(T44, strides=(1, 4), explicit_strides=True)
+    as_ints = dataclasses.replace(T44, data_type=DML_TENSOR_DATA_TYPE_INT32)
+    for other_tensor in (transposed, as_ints):
+        with pytest.raises(DMLError, match="element-for-element identical"):
+            check_overlaps("w", [s("I", a)], [s("O", bound(res, 0, 64), other_tensor)], True)
     other = np.zeros(256, np.uint8)
-    check_overlaps("w", [("I", a)], [("O", bound(other, 0, 64))], in_place=False)
+    check_overlaps("w", [s("I", a)], [s("O", bound(other, 0, 64))], in_place=False)
     # Views of one array are one resource: overlap is judged by memory address.
-    check_overlaps("w", [("I", bound(res[:128], 0, 64))], [("O", bound(res[64:], 0, 64))], False)
+    check_overlaps("w", [s("I", bound(res[:128], 0, 64))], [s("O", bound(res[64:], 0, 64))],
+                   False)
     with pytest.raises(DMLError, match="overlap"):
-        check_overlaps("w", [("I", bound(res[:128], 0, 80))], [("O", bound(res[64:], 0, 64))],
+        check_overlaps("w", [s("I", bound(res[:128], 0, 80))], [s("O", bound(res[64:], 0, 64))],
                        False)
+
+
+def test_in_place_with_a_transposed_output_is_refused_end_to_end():
+    """RELU runs in place, but not into the same bytes read as another layout."""
+    dev = DMLCreateDevice1()
+    x = np.arange(16, dtype=np.float32) - 8
+    buf = Buffer.from_array(x)
+    before = buf.numpy().copy()
+    relu = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_RELU_OPERATOR_DESC(
+        InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, [4, 4]),
+        OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, [4, 4], [1, 4])))
+    with pytest.raises(DMLError, match="element-for-element identical"):
+        dev.execute(relu, [buf], [buf])
+    assert np.array_equal(buf.numpy(), before)
+    same = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_RELU_OPERATOR_DESC(
+        InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, [4, 4]),
+        OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT32, [4, 4])))
+    DMLCreateDevice1().execute(same, [buf], [buf])
+    assert np.array_equal(buf.numpy(np.float32), np.maximum(x, 0))
 
 
 def test_binding_table_reset_and_initializer_reset():
@@ -382,3 +419,73 @@ def test_binding_table_reset_and_initializer_reset():
     assert rig.init.GetBindingProperties().RequiredDescriptorCount == 0
     with pytest.raises(DMLError, match=r"operators\[0\] must be an IDMLCompiledOperator"):
         rig.init.Reset([rig.compiled.operator])
+
+
+def test_an_initializer_reset_invalidates_its_binding_tables():
+    """Issue 11 item 1: a table bound before IDMLOperatorInitializer::Reset was paired with the new
+    operators unchecked (a 16-byte binding became the owned copy of a large input: SIGSEGV).
+    Recording or binding through such a table fails (both are void in C: the device is removed)."""
+    def small_then_reset() -> tuple[Rig, object]:
+        rig = Rig(owned=True)
+        t = rig.table(rig.init)
+        t.BindInputs([DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER_ARRAY,
+                                       Desc=DML_BUFFER_ARRAY_BINDING(Bindings=[
+                                           DML_BUFFER_BINDING(Buffer=rig.inp)]))])
+        big = rig.dev.CompileOperator(rig.dev.CreateOperator(DML_OPERATOR_DESC(
+            Desc=DML_SLICE1_OPERATOR_DESC(
+                InputTensor=desc(F32, [1 << 20], flags=DML_TENSOR_FLAG_OWNED_BY_DML),
+                OutputTensor=desc(F32, [8]), InputWindowOffsets=[0], InputWindowSizes=[8],
+                InputWindowStrides=[1]))))
+        rig.init.Reset([big])
+        return rig, t
+
+    rig, t = small_then_reset()
+    with pytest.raises(DMLError, match="initializer was Reset after this binding table"):
+        rig.recorder.RecordDispatch(rig.list, rig.init, t)
+    assert rig.dev.GetDeviceRemovedReason() == E_INVALIDARG
+    rig, t = small_then_reset()
+    with pytest.raises(DMLError, match="initializer was Reset after this table"):
+        t.BindInputs([None])
+    # A table Reset for the initializer's new state binds and runs as usual.
+    rig = Rig(owned=True)
+    t = rig.table(rig.init)
+    rig.init.Reset([rig.compiled])
+    t.Reset(DML_BINDING_TABLE_DESC(Dispatchable=rig.init, SizeInDescriptors=2))
+    t.BindInputs([DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER_ARRAY,
+                                   Desc=DML_BUFFER_ARRAY_BINDING(Bindings=[
+                                       DML_BUFFER_BINDING(Buffer=rig.inp)]))])
+    rig.recorder.RecordDispatch(rig.list, rig.init, t)
+    rig.recorder.RecordDispatch(rig.list, rig.compiled, rig.exec_table())
+    rig.run()
+    assert np.array_equal(rig.out.numpy(np.float32)[:8], X[::-1])
+    assert rig.dev.GetDeviceRemovedReason() == S_OK
+
+
+def test_a_command_whose_bindings_no_longer_cover_its_tensors_is_refused_before_any_write():
+    """Defence in depth: every command is re-validated against its dispatchable at execute."""
+    from emulator.execution import OperatorDispatch
+
+    rig = Rig()
+    rig.record_init()
+    rig.run()
+    good = OperatorDispatch(rig.compiled, (Bound(rig.inp.numpy(), 0, 32, 32),),
+                            (Bound(rig.out.numpy(), 0, 32, 32),))
+    short = OperatorDispatch(rig.compiled, (Bound(rig.inp.numpy(), 0, 16, 16),),
+                             (Bound(rig.out.numpy(), 0, 32, 32),))
+    missing = OperatorDispatch(rig.compiled, (None,), (Bound(rig.out.numpy(), 0, 32, 32),))
+    for bad in (short, missing):
+        lst = CommandList()
+        lst._record(good)
+        lst._record(bad)
+        lst.Close()
+        with pytest.raises(DMLError, match="no longer match"):
+            CommandQueue().ExecuteCommandLists([lst])
+        assert not rig.out.numpy().any()
+
+
+def test_an_offset_past_the_end_names_the_offset():
+    rig = Rig()
+    rig.record_init()
+    with pytest.raises(DMLError, match=r"Offset = 256 is invalid: it lies past the end of the "
+                                       r"buffer \(128 bytes\)"):
+        rig.exec_table(inputs=[buf_binding(rig.inp, offset=256)])

@@ -349,8 +349,10 @@ def test_broadcast_inputs_take_scratch_by_their_data_not_their_logical_size(devi
     assert peak < 16 << 20, peak  # NumPy scratch of the whole dispatch (the tasks' own is fixed)
 
 
-def test_no_memory_for_scratch_is_e_outofmemory_before_any_write(device, monkeypatch):
-    """Scratch that cannot be had (here 4 EiB) is E_OUTOFMEMORY, and nothing was written."""
+def test_no_memory_for_scratch_is_e_outofmemory_before_any_write(monkeypatch):
+    """Scratch that cannot be had (here 4 EiB) is E_OUTOFMEMORY, and nothing was written. As a
+    failure inside the void ExecuteCommandLists, it also removes the device."""
+    device = DMLCreateDevice1(feature_level="4_0")
     import emulator.ops.qlmm as plan
 
     scratch = plan.scratch
@@ -363,6 +365,7 @@ def test_no_memory_for_scratch_is_e_outofmemory_before_any_write(device, monkeyp
     assert e.value.name == "E_OUTOFMEMORY"
     assert "QUANTIZED_LINEAR_MATRIX_MULTIPLY: no memory for" in str(e.value)
     assert (out == 0x5A).all()
+    assert device.GetDeviceRemovedReason() == e.value.hresult
 
 
 @pytest.mark.parametrize("use_vnni", [False, True], ids=["portable", "vnni"])
@@ -387,3 +390,54 @@ def test_requantization_lanes_and_tails_on_both_paths(device, monkeypatch, use_v
         assert (got[..., 5] == 7).all() and set(np.unique(got)) == {-128, 7, 127}
     if o_scale == 1e-30:
         assert set(np.unique(got[..., np.arange(37) != 5])) <= {-128, 127}
+
+
+def test_a_command_list_reserves_every_commands_scratch_before_any_write(monkeypatch):
+    """A SLICE1 recorded before a QLMM whose scratch cannot be had: E_OUTOFMEMORY, and the
+    SLICE1's output is untouched (the whole list's scratch is reserved before anything runs)."""
+    import emulator.ops.qlmm as plan
+    from descriptors import (
+        DML_BINDING_DESC,
+        DML_BINDING_TABLE_DESC,
+        DML_BINDING_TYPE_BUFFER,
+        DML_BUFFER_BINDING,
+        DML_SLICE1_OPERATOR_DESC,
+        DML_TENSOR_DATA_TYPE_FLOAT32,
+    )
+    from emulator import Buffer, CommandList, CommandQueue
+
+    scratch = plan.scratch
+    monkeypatch.setattr(plan, "USE_VNNI", True)
+    monkeypatch.setattr(plan, "scratch", lambda shape, dtype: scratch((1 << 62,), dtype))
+    dev = DMLCreateDevice1(feature_level="4_0")
+    x = np.arange(8, dtype=np.float32)
+    copy = DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc((8,), DML_TENSOR_DATA_TYPE_FLOAT32),
+        InputWindowOffsets=[0], InputWindowSizes=[8], InputWindowStrides=[1]))
+    qlmm, arrays, _ = broadcast_case((2, 3), 8)
+    ops = [dev.CompileOperator(dev.CreateOperator(d)) for d in (copy, qlmm)]
+    rec, lst = dev.CreateCommandRecorder(), CommandList()
+    init = dev.CreateOperatorInitializer(ops)
+
+    def table(d, inputs=None, outputs=None):
+        t = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=d, SizeInDescriptors=d.GetBindingProperties().RequiredDescriptorCount))
+        bind = [None if a is None else DML_BINDING_DESC(
+            Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(Buffer=Buffer.from_array(a)))
+            for a in inputs or []]
+        if inputs is not None:
+            t.BindInputs(bind)
+        if outputs is not None:
+            t.BindOutputs([DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER,
+                                            Desc=DML_BUFFER_BINDING(Buffer=o)) for o in outputs])
+        return t
+
+    rec.RecordDispatch(lst, init, table(init))
+    y, out = Buffer(32), Buffer(8)
+    rec.RecordDispatch(lst, ops[0], table(ops[0], [x], [y]))
+    rec.RecordDispatch(lst, ops[1], table(ops[1], [arrays.get(f) for f in FIELDS], [out]))
+    lst.Close()
+    with pytest.raises(DMLError) as e:
+        CommandQueue().ExecuteCommandLists([lst])
+    assert e.value.name == "E_OUTOFMEMORY"
+    assert not y.numpy().any() and not out.numpy().any()
