@@ -75,8 +75,8 @@ def DMLCreateDevice1(d3d12Device: Any = None,
                           "DML_CREATE_DEVICE_FLAG_DEBUG")
     try:
         level = default_level() if feature_level is None else parse_level(feature_level)
-        minimum = parse_level(int(minimumFeatureLevel))
-    except (ValueError, TypeError) as e:
+        minimum = parse_level(minimumFeatureLevel)
+    except ValueError as e:
         raise invalid_arg(f"DMLCreateDevice1: {e}") from None
     if level not in EMULATED_LEVELS:
         raise DMLError(DXGI_ERROR_UNSUPPORTED,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 
@@ -34,9 +35,12 @@ def parse_level(text: str | int) -> DML_FEATURE_LEVEL:
 
     Raises ValueError naming the accepted spellings.
     """
-    if isinstance(text, int):
-        value = text
-    else:
+    value = -1
+    if isinstance(text, (bool, float)):
+        pass  # 3.1 as a float cannot say 3_1 from 3_10: spell it as text
+    elif hasattr(type(text), "__index__"):  # int, numpy integers, IntEnum
+        value = operator.index(text)  # type: ignore[arg-type]
+    elif isinstance(text, str):
         s = text.strip().removeprefix("DML_FEATURE_LEVEL_")
         m = re.fullmatch(r"(\d+)[._](\d+)", s)
         if m:
@@ -49,8 +53,10 @@ def parse_level(text: str | int) -> DML_FEATURE_LEVEL:
     try:
         return FL(value)
     except ValueError:
+        shown = f"'{text}'" if isinstance(text, str) else f"a {type(text).__name__}" \
+            if value == -1 else hex(value) if value.bit_length() < 64 else "a huge integer"
         raise ValueError(
-            f"'{text}' is not a DirectML feature level (write 3_1, 3.1 or 0x3100; known: "
+            f"{shown} is not a DirectML feature level (write 3_1, 3.1 or 0x3100; known: "
             + ", ".join(short_level(x) for x in ALL_LEVELS) + ")") from None
 
 

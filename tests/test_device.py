@@ -56,6 +56,20 @@ def test_bad_env_variable_is_a_clear_error(monkeypatch):
     assert info.value.hresult == E_INVALIDARG
 
 
+@pytest.mark.parametrize("value, shown", [
+    (3.1, "a float"), ([1], "a list"), (None, "a NoneType"), (True, "a bool"),
+    (float("inf"), "a float"), (10**5000, "a huge integer"), (0x3700, "0x3700")],
+    ids=["float", "list", "none", "bool", "inf", "huge", "unknown"])
+def test_a_feature_level_of_any_python_type_is_a_dmlerror(value, shown):
+    """Issue 11 item 9: 3.1, a list or a huge int raised AttributeError/OverflowError before."""
+    for kwargs in ({"feature_level": value}, {"minimumFeatureLevel": value}):
+        if value is None and "feature_level" in kwargs:
+            continue  # None is the default: $DML_EMULATOR_FEATURE_LEVEL or 6_4
+        with pytest.raises(DMLError, match=f"{shown} is not a DirectML feature level"):
+            DMLCreateDevice1(**kwargs)
+    assert DMLCreateDevice1(feature_level=np.uint16(0x3100)).feature_level == DML_FEATURE_LEVEL_3_1
+
+
 @pytest.mark.parametrize("level", ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1",
                                    "5_2", "6_0", "6_1", "6_2", "6_3", "6_4"])
 def test_every_emulated_level(level):
