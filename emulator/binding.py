@@ -25,7 +25,7 @@ from descriptors import (
     DML_TEMPORARY_BUFFER_ALIGNMENT,
 )
 
-from .errors import invalid_arg
+from .errors import as_list, invalid_arg
 from .resources import address, resource_bytes
 from .validation import Tensor, fmt, is_int
 
@@ -195,11 +195,13 @@ class IDMLBindingTable:
 
     def BindInputs(self, bindings: Sequence[Any] | None) -> None:
         with self._device._void_call():
-            self.inputs = self._target("BindInputs")._bind_inputs(list(bindings or []))
+            self.inputs = self._target("BindInputs")._bind_inputs(
+                as_list(bindings, "IDMLBindingTable::BindInputs: bindings"))
 
     def BindOutputs(self, bindings: Sequence[Any] | None) -> None:
         with self._device._void_call():
-            self.outputs = self._target("BindOutputs")._bind_outputs(list(bindings or []))
+            self.outputs = self._target("BindOutputs")._bind_outputs(
+                as_list(bindings, "IDMLBindingTable::BindOutputs: bindings"))
 
     def BindTemporaryResource(self, binding: Any) -> None:
         self.temporary = self._bind_resource("BindTemporaryResource", binding,

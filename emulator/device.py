@@ -36,7 +36,14 @@ from descriptors import (
 
 from . import binding
 from .binding import Bound, IDMLBindingTable, bind_owned, bind_resource, bind_tensor, check_counts
-from .errors import DXGI_ERROR_DEVICE_REMOVED, DXGI_ERROR_UNSUPPORTED, S_OK, DMLError, invalid_arg
+from .errors import (
+    DXGI_ERROR_DEVICE_REMOVED,
+    DXGI_ERROR_UNSUPPORTED,
+    S_OK,
+    DMLError,
+    as_list,
+    invalid_arg,
+)
 from .execution import CommandList, InitializerDispatch, OperatorDispatch
 from .featurelevels import EMULATED_LEVELS, MAX_EMULATED, default_level, level_name, parse_level
 from .registry import OperatorSpec, not_executable, validate_operator
@@ -221,7 +228,8 @@ class IDMLDevice:
 
 
 def _compiled_list(device: IDMLDevice, operators: Any) -> tuple[IDMLCompiledOperator, ...]:
-    ops = tuple(operators or ())
+    ops = tuple(as_list(operators, "operator initializer: operators",
+                        "a list of IDMLCompiledOperator"))
     for i, op in enumerate(ops):
         if not isinstance(op, IDMLCompiledOperator) or op._device is not device:
             raise invalid_arg(f"operator initializer: operators[{i}] must be an "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .binding import Bound
-from .errors import DMLError, invalid_arg
+from .errors import DMLError, as_list, invalid_arg
 
 if TYPE_CHECKING:
     from .device import IDMLCompiledOperator, IDMLOperatorInitializer
@@ -96,7 +96,8 @@ class CommandQueue:
     """Stand-in for ID3D12CommandQueue: runs lists in order and returns when the work is done."""
 
     def ExecuteCommandLists(self, command_lists: Sequence[CommandList]) -> None:
-        lists = list(command_lists)
+        lists = as_list(command_lists, "ExecuteCommandLists: command_lists",
+                        "a list of CommandList")
         for cl in lists:
             if not isinstance(cl, CommandList):
                 raise invalid_arg(f"ExecuteCommandLists: {type(cl).__name__} is not a CommandList")

@@ -15,7 +15,7 @@ from descriptors import (
     NUMPY_DTYPE,
 )
 
-from .errors import invalid_arg
+from .errors import as_list, invalid_arg
 from .execution import CommandList, CommandQueue
 from .resources import Buffer, resource_bytes
 from .validation import Tensor
@@ -36,9 +36,10 @@ def _per_field(values: Any, names: list[str], what: str, op_name: str,
             raise invalid_arg(f"execute ({op_name}): {what} {sorted(unknown)} are not bind points "
                               f"(expected {names})")
         return [values.get(n) for n in names]
-    if isinstance(values, np.ndarray):
+    if isinstance(values, (np.ndarray, Buffer)):
         values = [values]
-    values = list(values)
+    values = as_list(values, f"execute ({op_name}): {what}",
+                     "a list (one entry per bind point), a mapping by bind point, or one array")
     if len(values) < len(names) and all(n in absent for n in names[len(values):]):
         values += [None] * (len(names) - len(values))
     if len(values) != len(names):

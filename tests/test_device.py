@@ -438,3 +438,25 @@ def test_hello_directml_operator_is_created_at_every_level():
     assert min_feature_level(op_desc) == DML_FEATURE_LEVEL_1_0
     for level in ("1_0", "6_4"):
         assert DMLCreateDevice1(feature_level=level).CreateOperator(op_desc) is not None
+
+
+@pytest.mark.parametrize("value", [5, "ab", 2.5, {1}], ids=["int", "str", "float", "set"])
+def test_list_arguments_of_any_other_type_are_a_dmlerror(value):
+    """Issue 11 item 9: count + pointer arguments given a non-sequence raised TypeError before."""
+    from emulator import CommandQueue
+
+    dev = DMLCreateDevice1()
+    x = np.zeros(4, np.float32)
+    relu = DML_OPERATOR_DESC(Desc=DML_ACTIVATION_RELU_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc(x)))
+    calls = [lambda: dev.CreateOperatorInitializer(value),
+             lambda: CommandQueue().ExecuteCommandLists(value),
+             lambda: dev.execute(relu, value)]
+    compiled = dev.CompileOperator(dev.CreateOperator(relu))
+    for method in ("BindInputs", "BindOutputs"):
+        table = dev.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=compiled,
+                                                              SizeInDescriptors=2))
+        calls.append(lambda table=table, method=method: getattr(table, method)(value))
+    for call in calls:
+        with pytest.raises(DMLError, match=rf"{type(value).__name__} is invalid: must be a"):
+            call()
