@@ -138,6 +138,57 @@ def _address(context, builder, array_type, array, byte_offset):
     return builder.add(builder.ptrtoint(data, ir.IntType(64)), byte_offset)
 
 
+def _emit_tile_loop(builder, name, count, shape, b_loads, a_word, a_align, step, c_at, c_align):
+    """The k loop of an integer register tile, in LLVM IR, for both quantized paths.
+
+    ``shape`` = (rows, vectors, lanes): rows x vectors accumulators of <lanes x i32> start at zero
+    and stay in registers (phis) for all ``count`` steps. Step k loads the B vectors
+    (``b_loads(k)``), broadcasts one 32-bit word of A per row (from address ``a_word(k, r)``) and
+    combines them: ``acc = step(acc, splat, b)``. Then accumulator (r, v) is stored at address
+    ``c_at(r, v)`` (zero when ``count`` is 0)."""
+    rows, vectors, lanes = shape
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+    vt = ir.VectorType(i32, lanes)
+    zero = ir.Constant(vt, [0] * lanes)
+    entry = builder.block
+    body = builder.append_basic_block(f"{name}.body")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.cbranch(builder.icmp_signed(">", count, ir.Constant(i64, 0)), body, done)
+
+    builder.position_at_end(body)
+    k = builder.phi(i64)
+    k.add_incoming(ir.Constant(i64, 0), entry)
+    acc = [[builder.phi(vt) for _ in range(vectors)] for _ in range(rows)]
+    for row in acc:
+        for phi in row:
+            phi.add_incoming(zero, entry)
+    bv = b_loads(k)
+    new = []
+    for r in range(rows):
+        word = builder.load(builder.inttoptr(a_word(k, r), i32.as_pointer()), align=a_align)
+        splat = builder.shuffle_vector(
+            builder.insert_element(ir.Constant(vt, ir.Undefined), word, ir.Constant(i32, 0)),
+            ir.Constant(vt, ir.Undefined), ir.Constant(vt, [0] * lanes))
+        new.append([step(acc[r][v], splat, bv[v]) for v in range(vectors)])
+    k_next = builder.add(k, ir.Constant(i64, 1))
+    k.add_incoming(k_next, body)
+    for r in range(rows):
+        for v in range(vectors):
+            acc[r][v].add_incoming(new[r][v], body)
+    builder.cbranch(builder.icmp_signed("<", k_next, count), body, done)
+
+    builder.position_at_end(done)
+    finals = []
+    for r in range(rows):  # every phi first: LLVM wants them at the top of the block
+        for v in range(vectors):
+            final = builder.phi(vt)
+            final.add_incoming(zero, entry)
+            final.add_incoming(new[r][v], body)
+            finals.append((r, v, final))
+    for r, v, final in finals:
+        builder.store(final, builder.inttoptr(c_at(r, v), vt.as_pointer()), align=c_align)
+
+
 @intrinsic
 def madd_tile(typingctx, ap, a_off, a_ld, bp, b_off, pairs, c, c_off, ldc):  # pragma: no cover
     """c[c_off + r * ldc + j] = sum over k < 2 * pairs of ap[a_off + r * a_ld + k] *
@@ -173,51 +224,24 @@ def madd_tile(typingctx, ap, a_off, a_ld, bp, b_off, pairs, c, c_off, ldc):  # p
                 return builder.add(builder.mul(half(x, even), half(y, even)),
                                    builder.mul(half(x, odd), half(y, odd)))
 
-        zero = ir.Constant(v8, [0] * 8)
-        count = args[5]
-        entry = builder.block
-        body = builder.append_basic_block("madd.body")
-        done = builder.append_basic_block("madd.done")
-        builder.cbranch(builder.icmp_signed(">", count, ir.Constant(i64, 0)), body, done)
-        builder.position_at_end(body)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        acc = [[builder.phi(v8) for _ in range(NC // 8)] for _ in range(MR)]
-        for row in acc:
-            for phi in row:
-                phi.add_incoming(zero, entry)
-        b_at = builder.add(b_base, builder.mul(k, ir.Constant(i64, 2 * NB * 2)))
-        bv = [builder.load(builder.inttoptr(builder.add(b_at, ir.Constant(i64, 32 * v)),
-                                            v16h.as_pointer()), align=2) for v in range(NC // 8)]
-        a_at = builder.add(a_base, builder.mul(k, four))
-        new = []
-        for r in range(MR):
-            word = builder.load(builder.inttoptr(
-                builder.add(a_at, builder.mul(a_row, ir.Constant(i64, r))), i32.as_pointer()),
-                align=2)
-            splat = builder.shuffle_vector(
-                builder.insert_element(ir.Constant(v8, ir.Undefined), word, ir.Constant(i32, 0)),
-                ir.Constant(v8, ir.Undefined), ir.Constant(v8, [0] * 8))
-            pair = builder.bitcast(splat, v16h)
-            new.append([builder.add(acc[r][v], madd(pair, bv[v])) for v in range(NC // 8)])
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, body)
-        for r in range(MR):
-            for v in range(NC // 8):
-                acc[r][v].add_incoming(new[r][v], body)
-        builder.cbranch(builder.icmp_signed("<", k_next, count), body, done)
-        builder.position_at_end(done)
-        finals = []
-        for r in range(MR):  # every phi first: LLVM wants them at the top of the block
-            for v in range(NC // 8):
-                final = builder.phi(v8)
-                final.add_incoming(zero, entry)
-                final.add_incoming(new[r][v], body)
-                finals.append((r, v, final))
-        for r, v, final in finals:
-            at = builder.add(c_base, builder.add(builder.mul(c_row, ir.Constant(i64, r)),
-                                                 ir.Constant(i64, 32 * v)))
-            builder.store(final, builder.inttoptr(at, v8.as_pointer()), align=4)
+        def b_loads(k):
+            at = builder.add(b_base, builder.mul(k, ir.Constant(i64, 2 * NB * 2)))
+            return [builder.load(builder.inttoptr(builder.add(at, ir.Constant(i64, 32 * v)),
+                                                  v16h.as_pointer()), align=2)
+                    for v in range(NC // 8)]
+
+        def a_word(k, r):
+            return builder.add(builder.add(a_base, builder.mul(k, four)),
+                               builder.mul(a_row, ir.Constant(i64, r)))
+
+        def c_at(r, v):
+            return builder.add(c_base, builder.add(builder.mul(c_row, ir.Constant(i64, r)),
+                                                   ir.Constant(i64, 32 * v)))
+
+        _emit_tile_loop(builder, "madd", args[5], (MR, NC // 8, 8), b_loads, a_word, 2,
+                        lambda acc, splat, b: builder.add(acc, madd(builder.bitcast(splat, v16h),
+                                                                    b)),
+                        c_at, 4)
         return context.get_dummy_value()
 
     return sig, codegen

@@ -59,6 +59,7 @@ from .qgemm import (
     G_WORDS,
     RQ,
     _address,
+    _emit_tile_loop,
     floats,
     quantize,
     requantize8,
@@ -112,50 +113,20 @@ def vnni_tile(typingctx, ap, a_off, bp, b_off, k4, c, c_off, ldc):  # pragma: no
                     acc = builder.add(acc, builder.shuffle_vector(
                         prod, ir.Constant(v64, ir.Undefined), lanes))
                 return acc
-        zero = ir.Constant(v16, [0] * 16)
-        entry = builder.block
-        body = builder.append_basic_block("vnni.body")
-        done = builder.append_basic_block("vnni.done")
-        builder.cbranch(builder.icmp_signed(">", count, ir.Constant(i64, 0)), body, done)
+        def b_loads(k):
+            at = builder.add(b_base, builder.mul(k, ir.Constant(i64, NV * 64)))
+            return [builder.load(builder.inttoptr(builder.add(at, ir.Constant(i64, 64 * v)),
+                                                  v16.as_pointer()), align=1) for v in range(NV)]
 
-        builder.position_at_end(body)
-        k = builder.phi(i64)
-        acc = [[builder.phi(v16) for _ in range(NV)] for _ in range(MR)]
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        for row in acc:
-            for phi in row:
-                phi.add_incoming(zero, entry)
-        b_step = builder.add(b_base, builder.mul(k, ir.Constant(i64, NV * 64)))
-        bvec = [builder.load(builder.inttoptr(builder.add(b_step, ir.Constant(i64, 64 * v)),
-                                              v16.as_pointer()), align=1) for v in range(NV)]
-        a_step = builder.add(a_base, builder.mul(k, ir.Constant(i64, MR * 4)))
-        new = []
-        for r in range(MR):
-            word = builder.load(builder.inttoptr(builder.add(a_step, ir.Constant(i64, 4 * r)),
-                                                 i32.as_pointer()), align=1)
-            splat = builder.shuffle_vector(
-                builder.insert_element(ir.Constant(v16, ir.Undefined), word, ir.Constant(i32, 0)),
-                ir.Constant(v16, ir.Undefined), ir.Constant(v16, [0] * 16))
-            new.append([dot4(acc[r][v], splat, bvec[v]) for v in range(NV)])
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, body)
-        for r in range(MR):
-            for v in range(NV):
-                acc[r][v].add_incoming(new[r][v], body)
-        builder.cbranch(builder.icmp_signed("<", k_next, count), body, done)
+        def a_word(k, r):
+            return builder.add(builder.add(a_base, builder.mul(k, ir.Constant(i64, MR * 4))),
+                               ir.Constant(i64, 4 * r))
 
-        builder.position_at_end(done)
-        finals = []
-        for r in range(MR):  # every phi first: LLVM wants them at the top of the block
-            for v in range(NV):
-                final = builder.phi(v16)
-                final.add_incoming(zero, entry)
-                final.add_incoming(new[r][v], body)
-                finals.append((r, v, final))
-        for r, v, final in finals:
-            row = builder.add(c_base, builder.mul(row_bytes, ir.Constant(i64, r)))
-            at = builder.add(row, ir.Constant(i64, 4 * 16 * v))
-            builder.store(final, builder.inttoptr(at, v16.as_pointer()), align=1)
+        def c_at(r, v):
+            return builder.add(builder.add(c_base, builder.mul(row_bytes, ir.Constant(i64, r))),
+                               ir.Constant(i64, 4 * 16 * v))
+
+        _emit_tile_loop(builder, "vnni", count, (MR, NV, 16), b_loads, a_word, 1, dot4, c_at, 1)
         return context.get_dummy_value()
 
     return sig, codegen
