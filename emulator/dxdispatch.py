@@ -553,16 +553,18 @@ def _float_values(items: list, where: str, what: str) -> np.ndarray:
     return out
 
 
+def _whole(value: Any, dtype: np.dtype, where: str) -> int:
+    """One value of integer data: a whole number (1.0 reads as 1; range checked by the caller)."""
+    x = _number(value, where)
+    if isinstance(x, float) and not x.is_integer():
+        raise ModelError(f"{where}: {x} is not an integer ({dtype.name} data)")
+    return int(x)
+
+
 def _int_values(items: list, dtype: np.dtype, where: str) -> np.ndarray:
     info = np.iinfo(dtype)
     if not all(type(v) is int for v in items):
-        checked = []
-        for i, v in enumerate(items):
-            x = _number(v, f"{where}[{i}]")
-            if isinstance(x, float) and not x.is_integer():
-                raise ModelError(f"{where}[{i}]: {x} is not an integer ({dtype.name} data)")
-            checked.append(int(x))
-        items = checked
+        items = [_whole(v, dtype, f"{where}[{i}]") for i, v in enumerate(items)]
     if items and (min(items) < info.min or max(items) > info.max):
         i = next(i for i, v in enumerate(items) if not info.min <= v <= info.max)
         raise ModelError(f"{where}[{i}]: {_show(items[i])} is out of range for {dtype.name} "
@@ -579,12 +581,9 @@ def _values(items: list, dtype: np.dtype, where: str) -> np.ndarray:
 
 def _scalar(value: Any, dtype: np.dtype, where: str) -> Any:
     """One initializer value, checked as the data type reads it."""
-    x = _number(value, where)
     if dtype.kind in "iu":
-        if isinstance(x, float) and not x.is_integer():
-            raise ModelError(f"{where}: {x} is not an integer ({dtype.name} data)")
-        return int(x)
-    return _to_float(x, where, dtype.name)
+        return _whole(value, dtype, where)
+    return _to_float(_number(value, where), where, dtype.name)
 
 
 def _sequence(start: Any, delta: Any, count: int, dtype: np.dtype, where: str) -> np.ndarray:
