@@ -69,8 +69,8 @@ class DML_BUFFER_TENSOR_DESC:
             try:
                 total = DMLCalcBufferTensorSize(self.DataType, self.DimensionCount, self.Sizes,
                                                 self.Strides)
-            except (TypeError, ValueError, KeyError):
-                total = None  # malformed: the device reports the precise problem
+            except Exception:  # a DMLError: malformed, and the device names the problem
+                total = None
             object.__setattr__(self, "TotalTensorSizeInBytes", total)
 
 

@@ -25,9 +25,10 @@ from descriptors import (
     DML_TEMPORARY_BUFFER_ALIGNMENT,
 )
 
-from .errors import as_list, invalid_arg
+from .cvalues import as_list, to_enum, to_int
+from .errors import invalid_arg
 from .resources import address, resource_bytes
-from .validation import Tensor, fmt, is_int
+from .validation import Tensor
 
 if TYPE_CHECKING:
     from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperatorInitializer
@@ -54,7 +55,7 @@ class Bound:
         return start, start + self.extent
 
 
-def _as_binding(b: Any, where: str) -> tuple[DML_BINDING_TYPE, Any]:
+def as_binding(b: Any, where: str) -> tuple[DML_BINDING_TYPE, Any]:
     """Normalise a DML_BINDING_DESC (or None, a bare DML_BUFFER_BINDING / ARRAY) to (type, desc)."""
     if b is None:
         return NONE, None
@@ -64,9 +65,7 @@ def _as_binding(b: Any, where: str) -> tuple[DML_BINDING_TYPE, Any]:
         return BUFFER_ARRAY, b
     if not isinstance(b, DML_BINDING_DESC):
         raise invalid_arg(f"{where}: {type(b).__name__} is not a DML_BINDING_DESC")
-    if b.Type not in BT._value2member_map_:
-        raise invalid_arg(f"{where}: Type = {fmt(b.Type)} is not a DML_BINDING_TYPE")
-    kind = BT(b.Type)
+    kind = to_enum(b.Type, BT, f"{where}: Type")
     expected = {BUFFER: DML_BUFFER_BINDING, BUFFER_ARRAY: DML_BUFFER_ARRAY_BINDING}.get(kind)
     if expected is not None and not isinstance(b.Desc, expected):
         raise invalid_arg(f"{where}: a {kind.name} binding needs Desc to be a "
@@ -79,21 +78,15 @@ def check_buffer(bb: DML_BUFFER_BINDING, where: str, need: int, alignment: int) 
     if bb.Buffer is None:
         raise invalid_arg(f"{where}: Buffer is null but this bind point needs a buffer")
     res = resource_bytes(bb.Buffer, where)
-    off = bb.Offset
-    if not is_int(off) or off < 0:
-        raise invalid_arg(f"{where}: Offset = {fmt(off)} is invalid: must be a byte count >= 0")
-    off = int(off)
+    off = to_int(bb.Offset, f"{where}: Offset", "UINT64")
     if off % alignment:
         raise invalid_arg(f"{where}: Offset = {off} is invalid: must be a multiple of "
                           f"{alignment} bytes")
     if off > res.size:
         raise invalid_arg(f"{where}: Offset = {off} is invalid: it lies past the end of the "
                           f"buffer ({res.size} bytes)")
-    size = res.size - off if bb.SizeInBytes is None else bb.SizeInBytes
-    if not is_int(size) or size < 0:
-        raise invalid_arg(f"{where}: SizeInBytes = {fmt(size)} is invalid: must be a byte "
-                          "count >= 0")
-    size = int(size)
+    size = res.size - off if bb.SizeInBytes is None else \
+        to_int(bb.SizeInBytes, f"{where}: SizeInBytes", "UINT64")
     if off + size > res.size:
         raise invalid_arg(f"{where}: Offset + SizeInBytes = {off} + {size} = {off + size} is "
                           f"invalid: the range must lie inside the buffer ({res.size} bytes)")
@@ -105,7 +98,7 @@ def check_buffer(bb: DML_BUFFER_BINDING, where: str, need: int, alignment: int) 
 
 def bind_tensor(b: Any, where: str, tensor: Tensor | None) -> Bound | None:
     """A tensor bind point at execution."""
-    kind, desc = _as_binding(b, where)
+    kind, desc = as_binding(b, where)
     if tensor is None:
         if kind != NONE:
             raise invalid_arg(f"{where}: the optional tensor is absent (null) in the operator "
@@ -139,7 +132,7 @@ def bind_owned(bb: Any, where: str, tensor: Tensor | None) -> Bound | None:
 
 def bind_resource(b: Any, where: str, size: int, alignment: int) -> Bound | None:
     """A temporary or persistent resource binding (needed only when its size is non-zero)."""
-    kind, desc = _as_binding(b, where)
+    kind, desc = as_binding(b, where)
     if kind == NONE:
         if size:
             raise invalid_arg(f"{where}: DML_BINDING_TYPE_NONE is invalid: the dispatchable needs "
@@ -176,10 +169,8 @@ class IDMLBindingTable:
             raise invalid_arg("DML_BINDING_TABLE_DESC.Dispatchable must be a compiled operator or "
                               "operator initializer of this device")
         need = d.GetBindingProperties().RequiredDescriptorCount
-        if not isinstance(desc.SizeInDescriptors, int) or desc.SizeInDescriptors < need:
-            raise invalid_arg(f"DML_BINDING_TABLE_DESC.SizeInDescriptors = "
-                              f"{fmt(desc.SizeInDescriptors)} is invalid: the dispatchable's "
-                              f"RequiredDescriptorCount is {need}")
+        to_int(desc.SizeInDescriptors, "DML_BINDING_TABLE_DESC.SizeInDescriptors", "UINT", need,
+               rule=f"the dispatchable's RequiredDescriptorCount is {need}")
         self.dispatchable = d
         self.generation = getattr(d, "generation", 0)
 

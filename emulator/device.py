@@ -18,11 +18,9 @@ from typing import Any
 import numpy as np
 
 from descriptors import (
-    DML_BINDING_DESC,
     DML_BINDING_PROPERTIES,
     DML_BINDING_TABLE_DESC,
     DML_BINDING_TYPE,
-    DML_BUFFER_ARRAY_BINDING,
     DML_CREATE_DEVICE_FLAGS,
     DML_EXECUTION_FLAGS,
     DML_FEATURE,
@@ -36,18 +34,18 @@ from descriptors import (
 
 from . import binding
 from .binding import Bound, IDMLBindingTable, bind_owned, bind_resource, bind_tensor, check_counts
+from .cvalues import as_list, to_enum, to_flags, to_int
 from .errors import (
     DXGI_ERROR_DEVICE_REMOVED,
     DXGI_ERROR_UNSUPPORTED,
     S_OK,
     DMLError,
-    as_list,
     invalid_arg,
 )
 from .execution import CommandList, InitializerDispatch, OperatorDispatch
 from .featurelevels import EMULATED_LEVELS, MAX_EMULATED, default_level, level_name, parse_level
 from .registry import OperatorSpec, not_executable, validate_operator
-from .validation import Tensor, Validated, fmt
+from .validation import Tensor, Validated
 
 T = DML_TENSOR_DATA_TYPE
 # Data types CheckFeatureSupport reports as supported: every type but the 4-bit ones, which
@@ -76,10 +74,7 @@ def DMLCreateDevice1(d3d12Device: Any = None,
 
     ``minimumFeatureLevel`` above it fails with DXGI_ERROR_UNSUPPORTED, as in DirectML.
     """
-    debug = int(DML_CREATE_DEVICE_FLAGS.DML_CREATE_DEVICE_FLAG_DEBUG)
-    if not isinstance(flags, int) or int(flags) & ~debug:
-        raise invalid_arg(f"DMLCreateDevice1: flags = {fmt(flags)} is invalid: the only flag is "
-                          "DML_CREATE_DEVICE_FLAG_DEBUG")
+    flags = to_flags(flags, DML_CREATE_DEVICE_FLAGS, "DMLCreateDevice1: flags")
     try:
         level = default_level() if feature_level is None else parse_level(feature_level)
         minimum = parse_level(minimumFeatureLevel)
@@ -94,7 +89,7 @@ def DMLCreateDevice1(d3d12Device: Any = None,
         raise DMLError(DXGI_ERROR_UNSUPPORTED,
                        f"DMLCreateDevice1: minimumFeatureLevel = {level_name(minimum)} is higher "
                        f"than the emulated DirectML release supports ({level_name(level)})")
-    return IDMLDevice(level, DML_CREATE_DEVICE_FLAGS(int(flags)))
+    return IDMLDevice(level, flags)
 
 
 class IDMLDevice:
@@ -140,18 +135,17 @@ class IDMLDevice:
     # -- IDMLDevice ------------------------------------------------------------------------
     def CheckFeatureSupport(self, feature: int, query: Any = None) -> Any:
         self._check_alive()
-        if not isinstance(feature, int) or feature not in DML_FEATURE._value2member_map_:
-            raise DMLError(DXGI_ERROR_UNSUPPORTED,
-                           f"CheckFeatureSupport: feature = {fmt(feature)} is not a DML_FEATURE")
+        feature = to_enum(feature, DML_FEATURE, "CheckFeatureSupport: feature",
+                          DXGI_ERROR_UNSUPPORTED)
         if feature == DML_FEATURE.DML_FEATURE_FEATURE_LEVELS:
             return self._query_levels(query)
         if not isinstance(query, DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT):
             raise invalid_arg("CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT) needs a "
                               "DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT query")
-        dt = query.DataType
-        if not isinstance(dt, int) or dt not in T._value2member_map_ or dt == 0:
-            raise invalid_arg(f"CheckFeatureSupport: DataType = {fmt(dt)} is not a valid "
-                              "DML_TENSOR_DATA_TYPE")
+        dt = to_enum(query.DataType, T, "CheckFeatureSupport: DataType")
+        if dt == T.DML_TENSOR_DATA_TYPE_UNKNOWN:
+            raise invalid_arg("CheckFeatureSupport: DataType = DML_TENSOR_DATA_TYPE_UNKNOWN is not "
+                              "a data type")
         return DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT(
             IsSupported=supports_data_type(dt, self._level))
 
@@ -159,16 +153,13 @@ class IDMLDevice:
         if not isinstance(query, DML_FEATURE_QUERY_FEATURE_LEVELS):
             raise invalid_arg("CheckFeatureSupport(DML_FEATURE_FEATURE_LEVELS) needs a "
                               "DML_FEATURE_QUERY_FEATURE_LEVELS query")
-        levels = query.RequestedFeatureLevels
-        if not isinstance(levels, tuple) or query.RequestedFeatureLevelCount != len(levels) \
-                or not levels:
-            raise invalid_arg(f"CheckFeatureSupport: RequestedFeatureLevelCount = "
-                              f"{fmt(query.RequestedFeatureLevelCount)} is invalid: must be >= 1 "
-                              "and equal the length of RequestedFeatureLevels")
-        for i, lv in enumerate(levels):
-            if not isinstance(lv, int) or lv not in DML_FEATURE_LEVEL._value2member_map_:
-                raise invalid_arg(f"CheckFeatureSupport: RequestedFeatureLevels[{i}] = {fmt(lv)} "
-                                  "is not a DML_FEATURE_LEVEL")
+        where = "CheckFeatureSupport: DML_FEATURE_QUERY_FEATURE_LEVELS"
+        given = as_list(query.RequestedFeatureLevels, f"{where}.RequestedFeatureLevels")
+        count = query.RequestedFeatureLevelCount
+        to_int(count, f"{where}.RequestedFeatureLevelCount", "UINT", max(1, len(given)),
+               max(1, len(given)), "must be >= 1 and equal the length of RequestedFeatureLevels")
+        levels = [to_enum(lv, DML_FEATURE_LEVEL, f"{where}.RequestedFeatureLevels[{i}]")
+                  for i, lv in enumerate(given)]
         supported = [lv for lv in levels if lv <= self._level]
         if not supported:
             raise DMLError(DXGI_ERROR_UNSUPPORTED,
@@ -189,15 +180,10 @@ class IDMLDevice:
         self._check_alive()
         if not isinstance(op, IDMLOperator) or op._device is not self:
             raise invalid_arg("CompileOperator: op must be an IDMLOperator created by this device")
-        all_flags = 0
-        for f in DML_EXECUTION_FLAGS:
-            all_flags |= int(f)
-        if not isinstance(flags, int) or int(flags) & ~all_flags:
-            raise invalid_arg(f"CompileOperator: flags = {fmt(flags)} is invalid: not a "
-                              "combination of DML_EXECUTION_FLAGS")
+        flags = to_flags(flags, DML_EXECUTION_FLAGS, "CompileOperator: flags")
         if op.not_executable:
             raise not_executable(op.spec, self._level, op.not_executable)
-        return IDMLCompiledOperator(op, DML_EXECUTION_FLAGS(int(flags)))
+        return IDMLCompiledOperator(op, flags)
 
     def CreateOperatorInitializer(self, operators: Sequence[IDMLCompiledOperator] | None = None
                                   ) -> IDMLOperatorInitializer:
@@ -374,10 +360,8 @@ class IDMLOperatorInitializer:
         for i, (b, op) in enumerate(zip(bindings, self.operators)):
             slots = op._tensors("input")
             here = f"{where}: binding {i} ({op.name})"
-            if isinstance(b, DML_BUFFER_ARRAY_BINDING):
-                b = DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY, Desc=b)
-            if b is None or (isinstance(b, DML_BINDING_DESC)
-                             and b.Type == DML_BINDING_TYPE.DML_BINDING_TYPE_NONE):
+            kind, arr = binding.as_binding(b, here)
+            if kind == DML_BINDING_TYPE.DML_BINDING_TYPE_NONE:
                 owned = [n for n, t in slots if t is not None and t.owned_by_dml]
                 if owned:
                     raise invalid_arg(f"{here}: DML_BINDING_TYPE_NONE is invalid: the operator's "
@@ -385,16 +369,15 @@ class IDMLOperatorInitializer:
                                       "bound here")
                 out.append((None,) * len(slots))
                 continue
-            if not isinstance(b, DML_BINDING_DESC) or \
-                    b.Type != DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY or \
-                    not isinstance(b.Desc, DML_BUFFER_ARRAY_BINDING):
+            if kind != DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY:
                 raise invalid_arg(f"{here}: an initializer binds each operator's inputs with one "
                                   "DML_BINDING_TYPE_BUFFER_ARRAY binding (or NONE)")
-            arr = b.Desc
-            entries = arr.Bindings if isinstance(arr.Bindings, tuple) else ()
-            if arr.BindingCount != len(entries) or len(entries) != len(slots):
-                raise invalid_arg(f"{here}: BindingCount = {fmt(arr.BindingCount)} is invalid: the "
-                                  f"array needs one entry per input of the operator ({len(slots)})")
+            entries = as_list(arr.Bindings, f"{here}: Bindings")
+            to_int(arr.BindingCount, f"{here}: BindingCount", "UINT", len(slots), len(slots),
+                   f"the array needs one entry per input of the operator ({len(slots)})")
+            if len(entries) != len(slots):
+                raise invalid_arg(f"{here}: Bindings holds {len(entries)} entries; BindingCount "
+                                  f"and the operator's inputs say {len(slots)}")
             out.append(tuple(bind_owned(e, f"{here}[{j}] ({name})", t)
                              for j, (e, (name, t)) in enumerate(zip(entries, slots))))
         return out

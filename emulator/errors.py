@@ -33,12 +33,3 @@ class DMLError(Exception):
 def invalid_arg(message: str) -> DMLError:
     return DMLError(E_INVALIDARG, message)
 
-
-def as_list(value: object, where: str, what: str = "a list") -> list:
-    """C's count + pointer as one Python sequence (a list or tuple; None is an empty one). Anything
-    else (a number, a string, a generator that fails) is E_INVALIDARG naming the argument."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise invalid_arg(f"{where}: {type(value).__name__} is invalid: must be {what} (or None)")

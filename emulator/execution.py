@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .binding import Bound
-from .errors import DMLError, as_list, invalid_arg
+from .cvalues import as_list
+from .errors import DMLError, invalid_arg
 
 if TYPE_CHECKING:
     from .device import IDMLCompiledOperator, IDMLOperatorInitializer

@@ -39,7 +39,10 @@ def parse_level(text: str | int) -> DML_FEATURE_LEVEL:
     if isinstance(text, (bool, float)):
         pass  # 3.1 as a float cannot say 3_1 from 3_10: spell it as text
     elif hasattr(type(text), "__index__"):  # int, numpy integers, IntEnum
-        value = operator.index(text)  # type: ignore[arg-type]
+        try:
+            value = operator.index(text)  # type: ignore[arg-type]
+        except TypeError:  # a numpy array of more than one element
+            value = -1
     elif isinstance(text, str):
         s = text.strip().removeprefix("DML_FEATURE_LEVEL_")
         m = re.fullmatch(r"(\d+)[._](\d+)", s)

@@ -11,7 +11,6 @@ wrong types). ``from_json`` reads the value as DxDispatch model files write it.
 from __future__ import annotations
 
 import enum
-import math
 import numbers
 import struct
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ from descriptors import (
 )
 from descriptors.structs import GENERIC_STRUCTS
 
+from .cvalues import to_double, to_enum, to_float
 from .validation import (
     INT32_MAX,
     INT32_MIN,
@@ -68,19 +68,13 @@ class FusedActivation(NamedTuple):
 
 
 def check_double(ctx: Context, field: str, value: Any) -> float:
-    """Any real number as a double (an int beyond a double's range: ±inf, as a C cast gives)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating)):
-        ctx.fail(field, value, "a FLOAT must be a real number")
-    try:
-        return float(value)
-    except (OverflowError, ValueError):
-        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+    """A real number as a C double (see ``cvalues.to_double``)."""
+    return to_double(value, ctx.where(field))
 
 
 def check_float(ctx: Context, field: str, value: Any) -> float:
-    """A C FLOAT: any real number, rounded to float32 (beyond float32's range: ±inf, as in C)."""
-    with np.errstate(over="ignore"):
-        return float(np.float32(check_double(ctx, field, value)))
+    """A C FLOAT: a real number rounded to float32 (beyond float32's range: ±inf, as in C)."""
+    return to_float(value, ctx.where(field))
 
 
 def check_bool(ctx: Context, field: str, value: Any) -> bool:
@@ -90,10 +84,7 @@ def check_bool(ctx: Context, field: str, value: Any) -> bool:
 
 
 def check_enum(ctx: Context, field: str, value: Any, enum_type: Any) -> Any:
-    if not is_int(value) or int(value) not in enum_type._value2member_map_:
-        names = ", ".join(enum_type.__members__)
-        ctx.fail(field, value, f"must be a {enum_type.__name__} ({names})")
-    return enum_type(int(value))
+    return to_enum(value, enum_type, ctx.where(field))
 
 
 def _sequence(ctx: Context, f: Field, value: Any, count: int, what: str) -> tuple:

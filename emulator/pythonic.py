@@ -15,7 +15,8 @@ from descriptors import (
     NUMPY_DTYPE,
 )
 
-from .errors import as_list, invalid_arg
+from .cvalues import as_list, show
+from .errors import invalid_arg
 from .execution import CommandList, CommandQueue
 from .resources import Buffer, resource_bytes
 from .validation import Tensor
@@ -99,7 +100,8 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
         with np.errstate(all="raise"):
             arr = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError, OverflowError, FloatingPointError) as e:
-        raise invalid_arg(f"{where}: {_show(x)} cannot be converted to {_dtype_name(t)}: "
+        shown = repr(x) if isinstance(x, str) and len(x) <= 40 else show(x)
+        raise invalid_arg(f"{where}: {shown} cannot be converted to {_dtype_name(t)}: "
                           f"{e}") from None
     if arr.ndim == 0:
         arr = np.full(t.sizes, arr, dtype=dtype)
@@ -111,11 +113,6 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
     buf = Buffer(need)
     t.view(resource_bytes(buf, where))[...] = arr
     return buf
-
-
-def _show(x: Any) -> str:
-    text = repr(x)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = None

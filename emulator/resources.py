@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import invalid_arg
+from .cvalues import show, to_int
+from .errors import E_OUTOFMEMORY, DMLError, invalid_arg
 
 # Host allocations are aligned to this many bytes (DirectML's largest binding alignment).
 _ALIGN = 256
@@ -20,18 +21,28 @@ class Buffer:
     """An emulated buffer resource of ``size_in_bytes`` bytes, zero-filled on creation."""
 
     def __init__(self, size_in_bytes: int):
-        size = int(size_in_bytes)
-        if size < 0:
-            raise invalid_arg(f"Buffer: size_in_bytes = {size} is invalid: must be >= 0")
-        raw = np.zeros(size + _ALIGN, dtype=np.uint8)
+        size = to_int(size_in_bytes, "Buffer: size_in_bytes", "UINT64")
+        try:
+            raw = np.zeros(size + _ALIGN, dtype=np.uint8)
+        except (MemoryError, ValueError):
+            raise DMLError(E_OUTOFMEMORY, f"Buffer: {size} bytes cannot be allocated on this "
+                           "machine") from None
         start = (-raw.ctypes.data) % _ALIGN
         self._bytes = raw[start:start + size]
 
     @classmethod
     def from_array(cls, a: Any) -> Buffer:
         """A new buffer holding a copy of the array's bytes (C order), padded with zeros to a
-        multiple of 4 bytes, as every DirectML tensor size is."""
-        arr = np.ascontiguousarray(a)
+        multiple of 4 bytes, as every DirectML tensor size is. ``a`` is a numpy array or anything
+        numpy makes a numeric array of (bool, integer, float or complex)."""
+        try:
+            arr = np.ascontiguousarray(a)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise invalid_arg(f"Buffer.from_array: {show(a)} is not an array of numbers ({e})"
+                              ) from None
+        if arr.dtype.kind not in "biufc":
+            raise invalid_arg(f"Buffer.from_array: a {arr.dtype} array has no numeric bytes to "
+                              "copy (pass numbers: bool, integer, float or complex)")
         raw = arr.reshape(-1).view(np.uint8)
         buf = cls((raw.size + 3) & ~3)
         buf._bytes[: raw.size] = raw
@@ -42,13 +53,30 @@ class Buffer:
         return int(self._bytes.size)
 
     def numpy(self, dtype: Any = None, shape: Any = None, offset: int = 0) -> np.ndarray:
-        """A view of the buffer's bytes from ``offset`` as ``dtype`` (default uint8), reshaped."""
-        dt = np.dtype(dtype or np.uint8)
-        data = self._bytes[offset:]
+        """A view of the buffer's bytes from ``offset`` as ``dtype`` (default uint8), reshaped
+        to ``shape`` (an int or a sequence of ints; default: every whole element after offset)."""
+        try:
+            dt = np.dtype(np.uint8 if dtype is None else dtype)
+        except (TypeError, ValueError, SyntaxError):
+            dt = np.dtype(object)
+        if dt.hasobject or dt.itemsize == 0 or dt.kind not in "biufcV":
+            raise invalid_arg(f"Buffer.numpy: dtype = {show(dtype)} is invalid: must be a numpy "
+                              "dtype of numbers (float32, uint8, ...)")
+        start = to_int(offset, "Buffer.numpy: offset", "UINT64", 0, self.size_in_bytes,
+                       f"must lie in [0, {self.size_in_bytes}] (the buffer's size)")
+        data = self._bytes[start:]
         if shape is None:
             return typed_view(data, dt)
-        count = int(np.prod(shape, dtype=np.int64))
-        return data[: count * dt.itemsize].view(dt).reshape(shape)
+        dims = [shape] if not isinstance(shape, (tuple, list)) else list(shape)
+        sizes = [to_int(d, f"Buffer.numpy: shape[{i}]", "UINT64") for i, d in enumerate(dims)]
+        count = 1
+        for s in sizes:
+            count *= s
+        if count * dt.itemsize > data.size:
+            raise invalid_arg(f"Buffer.numpy: shape = {show(tuple(sizes))} of {dt} needs "
+                              f"{count * dt.itemsize} bytes; the buffer holds {data.size} from "
+                              f"offset {start}")
+        return data[: count * dt.itemsize].view(dt).reshape(sizes)
 
     def __repr__(self) -> str:
         return f"Buffer({self.size_in_bytes})"

@@ -9,7 +9,6 @@ holds only what every operator shares.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,29 +35,14 @@ from descriptors import (
     schema,
 )
 
+from .cvalues import INT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, is_int, show
+from .cvalues import fail as c_fail
 from .errors import DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
 from .resources import typed_view
 
-UINT32_MAX = 2**32 - 1
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-UINT64_MAX = 2**64 - 1
 OWNED_BY_DML = DML_TENSOR_FLAGS.DML_TENSOR_FLAG_OWNED_BY_DML
-
-
-def fmt(value: Any) -> str:
-    """A value as an error message shows it: enums by C name, arrays as {1, 2, 3}."""
-    if isinstance(value, enum.Enum) and value.name is not None:
-        return str(value.name)
-    if isinstance(value, (tuple, list)):
-        return "{" + ", ".join(fmt(v) for v in value) + "}"
-    if value is None:
-        return "null"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (int, np.integer)) and abs(int(value)) >= 10**30:
-        return f"an integer of {int(value).bit_length()} bits"  # str() refuses > 4300 digits
-    return str(value) if isinstance(value, (int, np.integer, str)) else type(value).__name__
+fmt = show  # the name every rule module uses
 
 
 def data_type_name(value: int) -> str:
@@ -152,20 +136,19 @@ class Context:
 
     def fail(self, field: str, value: Any, rule: str, allowed_from: int | None = None) -> NoReturn:
         """Raise E_INVALIDARG: '<op>: <field> = <value> is invalid: <rule>.' (+ the level)."""
-        text = f"{self.op_name}: {self.prefix}{field} = {fmt(value)} is invalid: {rule}."
+        text = c_fail(self.where(field), value, rule).message
         if allowed_from is not None:
             text += (f" {level_name(allowed_from)} or later allows it; this device emulates "
                      f"{level_name(self.level)}.")
         raise invalid_arg(text)
 
+    def where(self, field: str) -> str:
+        """How a message names ``field``: '<operator>: <prefix><field>'."""
+        return f"{self.op_name}: {self.prefix}{field}"
+
     def require(self, condition: bool, field: str, value: Any, rule: str) -> None:
         if not condition:
             self.fail(field, value, rule)
-
-
-def is_int(value: Any) -> bool:
-    """A Python or NumPy integer (bool is not one)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_int(ctx: Context, field: str, value: Any, lo: int, hi: int, ctype: str) -> int:
