@@ -20,7 +20,7 @@ from descriptors import DML_FEATURE_LEVEL, DML_OPERATOR_DESC, DML_OPERATOR_TYPE,
 
 from .featurelevels import level_name, parse_level
 from .fieldtypes import FusedActivation, check_fields
-from .validation import Context, fmt
+from .validation import Context, fmt, is_int
 
 TABLE = Path(__file__).resolve().parent / "support" / "fused_activations.json"
 
@@ -78,10 +78,8 @@ def check_fused_activation(ctx: Context, field: str, value: Any, host_values: Ma
     else:
         ctx.fail(field, type(value).__name__, "must be a DML_OPERATOR_DESC of an activation")
     fusion = table()
-    try:
-        act: DML_OPERATOR_TYPE | None = DML_OPERATOR_TYPE(op_type)  # type: ignore[arg-type]
-    except (ValueError, TypeError):
-        act = None
+    act = DML_OPERATOR_TYPE(int(op_type)) if is_int(op_type) and \
+        int(op_type) in DML_OPERATOR_TYPE._value2member_map_ else None
     level = fusion.level_for(ctx.operator, act, recurrent) if act is not None else None
     if act is None or level is None:
         allowed = ", ".join(a.name.removeprefix("DML_OPERATOR_")

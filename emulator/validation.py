@@ -174,7 +174,7 @@ def unwrap_tensor_desc(ctx: Context, field: str, value: Any) -> DML_BUFFER_TENSO
         return value
     if not isinstance(value, DML_TENSOR_DESC):
         ctx.fail(field, value, "must be a DML_TENSOR_DESC (or DML_BUFFER_TENSOR_DESC)")
-    if value.Type != DML_TENSOR_TYPE.DML_TENSOR_TYPE_BUFFER:
+    if not is_int(value.Type) or value.Type != DML_TENSOR_TYPE.DML_TENSOR_TYPE_BUFFER:
         ctx.fail(f"{field}.Type", value.Type, "the only tensor type is DML_TENSOR_TYPE_BUFFER")
     if not isinstance(value.Desc, DML_BUFFER_TENSOR_DESC):
         ctx.fail(f"{field}.Desc", value.Desc, "must be a DML_BUFFER_TENSOR_DESC")

@@ -239,13 +239,17 @@ def test_every_field_of_every_operator(op_name):
         value = getattr(inner, f.name)
         first = value[0] if isinstance(value, tuple) and value else value
         if isinstance(first, (DML_TENSOR_DESC, DML_OPERATOR_DESC)) and first.Desc is not None:
-            for g in dataclasses.fields(first.Desc):
-                def build(v, f=f, g=g, first=first, value=value):
-                    changed = replace(first, Desc=replace(first.Desc, **{g.name: v}))
+            # The wrapper's own fields (Type, Desc), then each field of what it wraps.
+            places = [("", g.name) for g in dataclasses.fields(first)] + \
+                [("Desc", g.name) for g in dataclasses.fields(first.Desc)]
+            for outer, name in places:
+                def build(v, f=f, outer=outer, name=name, first=first, value=value):
+                    changed = replace(first, **{name: v}) if not outer else \
+                        replace(first, Desc=replace(first.Desc, **{name: v}))
                     new = (changed, *value[1:]) if isinstance(value, tuple) else changed
                     return lambda: device.CreateOperator(
                         DML_OPERATOR_DESC(Desc=replace(inner, **{f.name: new})))
-                failures += with_each_hostile(f"{op_name}.{f.name}.{g.name}", build)
+                failures += with_each_hostile(f"{op_name}.{f.name}.{outer}.{name}", build)
     failures += with_each_hostile("min_feature_level", lambda v: lambda: min_feature_level(v))
     assert not failures, "\n".join(failures[:30])
 
