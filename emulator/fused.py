@@ -78,8 +78,9 @@ def check_fused_activation(ctx: Context, field: str, value: Any, host_values: Ma
     else:
         ctx.fail(field, type(value).__name__, "must be a DML_OPERATOR_DESC of an activation")
     fusion = table()
-    act = DML_OPERATOR_TYPE(int(op_type)) if is_int(op_type) and \
-        int(op_type) in DML_OPERATOR_TYPE._value2member_map_ else None
+    code: Any = op_type
+    act = DML_OPERATOR_TYPE(int(code)) if is_int(code) and \
+        int(code) in DML_OPERATOR_TYPE._value2member_map_ else None
     level = fusion.level_for(ctx.operator, act, recurrent) if act is not None else None
     if act is None or level is None:
         allowed = ", ".join(a.name.removeprefix("DML_OPERATOR_")
