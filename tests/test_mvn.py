@@ -375,3 +375,33 @@ def test_ieee_results_come_without_numpy_warnings(device):
         warnings.simplefilter("error")
         want = spec.module.reference(v.values, {"InputTensor": x})["OutputTensor"]
     assert np.isnan(want).all() and np.isnan(y).all()
+
+
+@pytest.mark.parametrize("act", [None, "RELU"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["FLOAT32", "FLOAT16"])
+def test_layernorm_scale_and_bias_along_the_row(device, dt, act):
+    """LayerNorm's shape: axes {1}, Scale/Bias [1, N] varying along the normalized row (the kernel's
+    one-loop path). Within the reference's bound, and bit-identical to the general path (taken when
+    the output has padded strides), which forms the same products."""
+    dtype = np.float32 if dt == F32 else np.float16
+    rng = np.random.default_rng(7)
+    rows, n = 5, 3000
+    x = (rng.standard_normal((rows, n)) * 3 + 1).astype(dtype)
+    scale = rng.standard_normal((1, n)).astype(dtype)
+    bias = rng.standard_normal((1, n)).astype(dtype)
+    fused = DML_ACTIVATION_RELU_OPERATOR_DESC() if act else None
+    packed = mvn1(tensor_desc(x), tensor_desc(x), (1,), tensor_desc(scale), tensor_desc(bias),
+                  fused=fused)
+    [y] = device.execute(packed, [x, scale, bias])
+    raw = strided_buffer(rng, dt, [rows, n], [n + 3, 2], fill=SENTINEL)
+    padded = mvn1(tensor_desc(x), desc(dt, [rows, n], [n + 3, 2]), (1,), tensor_desc(scale),
+                  tensor_desc(bias), fused=fused)
+    device.execute(padded, [x, scale, bias], [raw])
+    general = logical(raw, dtype, [rows, n], [n + 3, 2])
+    assert y.tobytes() == np.ascontiguousarray(general).tobytes()
+    relu = next(a for a in ACTIVATIONS if a.name == "RELU")
+    want = normalize(x, (1,), scale, bias, True, np.float32(1e-5), (relu, ()) if act else None)
+    if dt == F32:
+        assert (np.abs(y - want) <= 1e-5 * (1 + np.abs(want))).all()
+    else:
+        assert ulps(y, want.astype(np.float16)).max() <= 1

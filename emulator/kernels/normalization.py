@@ -113,6 +113,22 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
                         for j in range(n):
                             v = ((load32(x, xb + j) - hi) - lo) * a + b
                             store(y, yb + j, v)
+                elif (ss == 1 and bs == 1 and has_scale and has_bias and xs == 1 and ys == 1
+                        and kind in (IDENTITY, RELU)):
+                    # LayerNorm: Scale and Bias vary along the row (one per column), in one loop.
+                    # The product is the same (inv * scale) the buffered path forms.
+                    if kind == RELU:
+                        for j in range(n):
+                            v = ((load32(x, xb + j) - hi) - lo) * (inv * load32(scale, sb + j)) \
+                                + load32(bias, bb + j)
+                            if not v > zero:
+                                v = zero
+                            store(y, yb + j, v)
+                    else:
+                        for j in range(n):
+                            v = ((load32(x, xb + j) - hi) - lo) * (inv * load32(scale, sb + j)) \
+                                + load32(bias, bb + j)
+                            store(y, yb + j, v)
                 else:
                     if ss == 0 and bs == 0:  # scale and bias constant along the row
                         a = inv * load32(scale, sb) if has_scale else inv
