@@ -31,7 +31,9 @@ def _where(spec: OperatorSpec) -> str:
     if spec.support_entry is not None:
         places.append(f"`emulator/support/{spec.support_entry.group}.json`")
     if spec.module is not None:
-        places.append("`" + spec.module.__name__.split("[")[0].replace(".", "/") + ".py`")
+        path = spec.module.__name__.split("[")[0].replace(".", "/")
+        # A family package (emulator/elementwise) keeps its rows in table.py.
+        places.append(f"`{path}/table.py`" if path.endswith("elementwise") else f"`{path}.py`")
     return " and ".join(places) or "—"
 
 

@@ -24,6 +24,7 @@ from descriptors import (
     OperatorSchema,
 )
 
+from . import elementwise
 from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
 from .fieldtypes import check_fields
@@ -57,6 +58,7 @@ EXECUTABLE: dict[DML_OPERATOR_TYPE, Any] = {
     OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: prelu,
     **{op: activation.module(op) for op in activation.BY_OPERATOR},
     **{op: softmax.module(op) for op in softmax.OPERATORS},
+    **{row.operator: elementwise.module(row.operator) for row in elementwise.ROWS},
 }
 
 
@@ -101,7 +103,8 @@ class OperatorSpec:
             if t.data_type not in self.kernel_types:
                 return (f"its kernel does not handle {label}.DataType = {t.data_type.name} "
                         "yet")
-        return None
+        unsupported = getattr(self.module, "unsupported", None)
+        return unsupported(validated.values) if unsupported is not None else None
 
     @property
     def support(self) -> tuple[Band, ...]:

@@ -13,8 +13,7 @@ import dataclasses
 import numpy as np
 
 from descriptors import *
-from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice, DMLError
-from emulator.errors import E_NOTIMPL
+from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice
 
 command_queue = CommandQueue()
 command_list = CommandList()
@@ -54,18 +53,7 @@ identity_desc = DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(
     InputTensor=dml_tensor_desc, OutputTensor=dml_tensor_desc)  # ScaleBias left null (None)
 dml_operator = dml_device.CreateOperator(
     DML_OPERATOR_DESC(DML_OPERATOR_ELEMENT_WISE_IDENTITY, identity_desc))
-try:
-    compiled_operator = dml_device.CompileOperator(dml_operator, DML_EXECUTION_FLAG_NONE)
-except DMLError as e:
-    if e.hresult != E_NOTIMPL:
-        raise
-    # Valid, but no CPU kernel yet (docs/operators.md). ACTIVATION_IDENTITY computes the same
-    # f(x) = x over the same tensors, and executes.
-    print("CompileOperator:", e)
-    dml_operator = dml_device.CreateOperator(DML_OPERATOR_DESC(
-        DML_OPERATOR_ACTIVATION_IDENTITY,
-        DML_ACTIVATION_IDENTITY_OPERATOR_DESC(dml_tensor_desc, dml_tensor_desc)))
-    compiled_operator = dml_device.CompileOperator(dml_operator, DML_EXECUTION_FLAG_NONE)
+compiled_operator = dml_device.CompileOperator(dml_operator, DML_EXECUTION_FLAG_NONE)
 
 initializer = dml_device.CreateOperatorInitializer([compiled_operator])
 

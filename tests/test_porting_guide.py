@@ -46,10 +46,6 @@ def snippets() -> list[tuple[str, str]]:
             for i, block in enumerate(blocks)]
 
 
-def elementwise_identity_executes() -> bool:
-    return REGISTRY[DML_OPERATOR_ELEMENT_WISE_IDENTITY].executable
-
-
 def check_tensor_lines(lines: list[str]) -> None:
     """The input and output lines print the same 24 values, equal to the program's input."""
     [inp] = [ln for ln in lines if ln.startswith("input tensor: ")]
@@ -68,14 +64,7 @@ def test_example_file_runs_and_the_identity_returns_its_input():
     lines = r.stdout.splitlines()
     assert lines[0] == "feature level: DML_FEATURE_LEVEL_6_4"
     check_tensor_lines(lines)
-    notimpl = [ln for ln in lines if ln.startswith("CompileOperator: ")]
-    if elementwise_identity_executes():
-        assert notimpl == []
-    else:
-        assert notimpl == ["CompileOperator: E_NOTIMPL: DML_OPERATOR_ELEMENT_WISE_IDENTITY is "
-                           "valid at DML_FEATURE_LEVEL_6_4 but not yet executable by dml-emulator:"
-                           " it has no CPU kernel yet (run 'dml-emulator info' for what executes)"]
-    assert len(lines) == 3 + len(notimpl)
+    assert len(lines) == 3
 
 
 def test_guide_program_is_the_example_file():
@@ -99,11 +88,10 @@ def test_guide_program_runs_as_written(monkeypatch, capsys):
     out = namespace["output_values"]
     assert isinstance(out, np.ndarray) and out.shape == (1, 2, 3, 4) and out.dtype == np.float32
     assert np.array_equal(out.ravel(), EXPECTED_INPUT)
-    # Step 5: the operator that ran is the sample's where it executes, else ACTIVATION_IDENTITY.
+    # Step 5: the operator that ran is the sample's.
     compiled = namespace["compiled_operator"]
     assert isinstance(compiled, IDMLCompiledOperator)
-    assert compiled.name == ("DML_OPERATOR_ELEMENT_WISE_IDENTITY" if elementwise_identity_executes()
-                             else "DML_OPERATOR_ACTIVATION_IDENTITY")
+    assert compiled.name == "DML_OPERATOR_ELEMENT_WISE_IDENTITY"
     # Step 6: what the guide says about binding properties.
     assert namespace["descriptor_count"] == 2
     assert (namespace["temporary_size"], namespace["persistent_size"]) == (0, 0)
@@ -128,13 +116,10 @@ def test_guide_has_the_sections_the_issue_asks_for():
         assert name in text, name
 
 
-def test_step_five_says_whether_elementwise_identity_executes():
-    """The guide's step 5 says ELEMENT_WISE_IDENTITY has no kernel yet: keep it true."""
-    assert not elementwise_identity_executes(), (
-        "DML_OPERATOR_ELEMENT_WISE_IDENTITY executes now: rewrite step 5 of "
-        "docs/porting-from-cpp.md (and examples/hello_directml.py) without the fallback")
-    assert "`ELEMENT_WISE_IDENTITY` is one of\nthe operators that have no CPU kernel yet" in \
-        GUIDE.read_text()
+def test_step_five_runs_the_samples_operator():
+    """The sample's ELEMENT_WISE_IDENTITY executes, so the port has no fallback."""
+    assert REGISTRY[DML_OPERATOR_ELEMENT_WISE_IDENTITY].executable
+    assert "ACTIVATION_IDENTITY" not in EXAMPLE.read_text()
 
 
 # What the guide lists under "What is not here yet", by the class that would have it.

@@ -118,6 +118,11 @@ def _store(y, i, v):  # pragma: no cover - typing
             y[i] = float_to_half(np.float32(v))
         return store_half
 
+    if y.dtype == types.float64:
+        def store_double(y, i, v):
+            y[i] = np.float64(v)
+        return store_double
+
     def store_float(y, i, v):
         y[i] = np.float32(v)
     return store_float

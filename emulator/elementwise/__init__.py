@@ -1,0 +1,82 @@
+"""The element-wise family: every operator is a row of ``table.ROWS``; this module turns a row into
+the operator module the registry expects (KERNEL_TYPES, validate, unsupported, plan, reference).
+
+Data flow of one dispatch: the plan (``plan.py``) views each bound tensor in its storage type and
+calls the row's generated driver (``kernels/<operator>.py``, written by ``generate.py``): load →
+ScaleBias → the scalar function → fused activation → store with one rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+
+import numpy as np
+
+from descriptors import DML_OPERATOR_TYPE
+
+from ..activations import BY_OPERATOR as ACTIVATIONS
+from ..ops.activation import check_fused
+from ..ops.common import ieee_reference
+from ..validation import Context
+from .plan import FLOAT_TYPES, INT_TYPES, ElementWisePlan
+from .table import BY_OPERATOR, ROWS, Row
+
+__all__ = ["BY_OPERATOR", "ROWS", "module"]
+
+
+def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
+    row = BY_OPERATOR[op]
+    kernel_types = (FLOAT_TYPES if row.float_body is not None else ()) + \
+        (INT_TYPES if row.int_body is not None else ())
+
+    def validate(ctx: Context, v: SimpleNamespace) -> None:
+        v.fused = check_fused(ctx, v.FusedActivation) if row.fused else None
+
+    def unsupported(v: SimpleNamespace) -> str | None:
+        """Why a valid desc cannot run here, beyond its data types (None: it can)."""
+        if row.scale_bias and v.ScaleBias is not None and \
+                v.OutputTensor.data_type not in FLOAT_TYPES:
+            return "ScaleBias on integer tensors is not executable yet"
+        return None
+
+    def plan(v: SimpleNamespace) -> ElementWisePlan:
+        out = v.OutputTensor
+        is_float = out.data_type in FLOAT_TYPES
+        p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
+        p2, p3, kind = 1.0, 0.0, 0
+        entry = "run_f" if is_float else "run_i"
+        if row.scale_bias and v.ScaleBias is not None:
+            entry, p2, p3 = "run_f_sb", v.ScaleBias.Scale, v.ScaleBias.Bias
+        if row.fused and v.fused is not None:
+            act, (p0, p1) = v.fused
+            entry, kind = "run_f_act", act.kind
+        return ElementWisePlan.build(
+            f"{__name__}.kernels.{row.name}", entry,
+            [(name, getattr(v, name).data_type, getattr(v, name).strides) for name in row.inputs],
+            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind)
+
+    @ieee_reference
+    def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"OutputTensor": compute(row, v, [inputs[n] for n in row.inputs])}
+
+    return SimpleNamespace(
+        __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
+        KERNEL_TYPES=kernel_types, ROW=row, validate=validate, unsupported=unsupported,
+        plan=plan, reference=reference)
+
+
+def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray]) -> np.ndarray:
+    """The row's formula on logical arrays: float tensors in float64 (ScaleBias first, then the
+    function, then the fused activation) rounded once to the output type; integers in their type."""
+    out_dtype = arrays[0].dtype
+    if out_dtype.kind == "f":
+        xs = [a.astype(np.float64) for a in arrays]
+        if row.scale_bias and v.ScaleBias is not None:
+            xs = [x * v.ScaleBias.Scale + v.ScaleBias.Bias for x in xs]
+        y = np.asarray(row.reference(*xs, *row.param_values(v)), np.float64)
+        if row.fused and v.fused is not None:
+            act, p = v.fused
+            y = ACTIVATIONS[act.operator].reference(y, *p[: len(act.params)])
+        return y.astype(out_dtype)
+    return np.asarray(row.reference(*arrays, *row.param_values(v))).astype(out_dtype)
