@@ -56,7 +56,6 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             [(name, getattr(v, name).data_type, getattr(v, name).strides) for name in row.inputs],
             (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind)
 
-    @ieee_reference
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {"OutputTensor": compute(row, v, [inputs[n] for n in row.inputs])}
 
@@ -66,6 +65,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         plan=plan, reference=reference)
 
 
+@ieee_reference
 def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray]) -> np.ndarray:
     """The row's formula on logical arrays: float tensors in float64 (ScaleBias first, then the
     function, then the fused activation) rounded once to the output type; integers in their type."""
