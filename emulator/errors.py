@@ -32,4 +32,3 @@ class DMLError(Exception):
 
 def invalid_arg(message: str) -> DMLError:
     return DMLError(E_INVALIDARG, message)
-

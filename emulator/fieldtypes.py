@@ -30,12 +30,9 @@ from descriptors import (
 )
 from descriptors.structs import GENERIC_STRUCTS
 
-from .cvalues import to_double, to_enum, to_float
+from .cvalues import INT_RANGES, to_double, to_enum, to_float
 from .validation import (
-    INT32_MAX,
-    INT32_MIN,
     UINT32_MAX,
-    UINT64_MAX,
     Context,
     check_array,
     check_int,
@@ -94,10 +91,6 @@ def _sequence(ctx: Context, f: Field, value: Any, count: int, what: str) -> tupl
         ctx.fail(f.name, value, f"must hold exactly {count} values (its count field "
                  f"{f.count} says {count})")
     return tuple(value)
-
-
-INT_RANGES = {schema.UINT: (0, UINT32_MAX), schema.INT: (INT32_MIN, INT32_MAX),
-              schema.UINT64: (0, UINT64_MAX)}
 
 
 def _check_scalar_int(ctx: Context, f: Field, value: Any, out: Mapping[str, Any]) -> int:

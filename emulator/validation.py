@@ -35,7 +35,14 @@ from descriptors import (
     schema,
 )
 
-from .cvalues import INT32_MAX, INT32_MIN, UINT32_MAX, UINT64_MAX, is_int, show
+from .cvalues import (
+    INT_RANGES,
+    UINT32_MAX,
+    UINT64_MAX,
+    is_int,
+    show,
+    to_int,
+)
 from .cvalues import fail as c_fail
 from .errors import DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
@@ -152,11 +159,8 @@ class Context:
 
 
 def check_int(ctx: Context, field: str, value: Any, lo: int, hi: int, ctype: str) -> int:
-    if not is_int(value):
-        ctx.fail(field, value, f"{ctype} values must be integers")
-    if not lo <= int(value) <= hi:
-        ctx.fail(field, value, f"{ctype} values lie in [{lo}, {hi}]")
-    return int(value)
+    """A C integer of ``ctype`` in [lo, hi] (``cvalues.to_int``, named as the operator's field)."""
+    return to_int(value, ctx.where(field), ctype, lo, hi)
 
 
 def check_array(ctx: Context, field: str, value: Any, count: int, ctype: str) -> tuple[int, ...]:
@@ -164,7 +168,7 @@ def check_array(ctx: Context, field: str, value: Any, count: int, ctype: str) ->
         ctx.fail(field, value, f"must be an array of {count} {ctype} values")
     if len(value) != count:
         ctx.fail(field, value, f"must hold exactly {count} values (its count field says {count})")
-    lo, hi = (0, UINT32_MAX) if ctype == schema.UINT else (INT32_MIN, INT32_MAX)
+    lo, hi = INT_RANGES[ctype]
     return tuple(check_int(ctx, f"{field}[{i}]", v, lo, hi, ctype) for i, v in enumerate(value))
 
 

@@ -89,11 +89,6 @@ def with_each_hostile(label: str, build: Callable[[Any], Callable[[], Any]]) -> 
     return failures
 
 
-def replace(obj: Any, **changes: Any) -> Any:
-    """dataclasses.replace, keeping a derived count field as given (not re-derived)."""
-    return dataclasses.replace(obj, **changes)
-
-
 # -- baselines ----------------------------------------------------------------------------------
 def _first_examples() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
@@ -235,7 +230,7 @@ def test_every_field_of_every_operator(op_name):
         device.CreateOperator(DML_OPERATOR_DESC(base.Type, v))))
     for f in dataclasses.fields(inner):
         failures += with_each_hostile(f"{op_name}.{f.name}", lambda v, f=f: lambda: (
-            device.CreateOperator(DML_OPERATOR_DESC(Desc=replace(inner, **{f.name: v})))))
+            device.CreateOperator(DML_OPERATOR_DESC(Desc=dataclasses.replace(inner, **{f.name: v})))))
         value = getattr(inner, f.name)
         first = value[0] if isinstance(value, tuple) and value else value
         if isinstance(first, (DML_TENSOR_DESC, DML_OPERATOR_DESC)) and first.Desc is not None:
@@ -244,11 +239,11 @@ def test_every_field_of_every_operator(op_name):
                 [("Desc", g.name) for g in dataclasses.fields(first.Desc)]
             for outer, name in places:
                 def build(v, f=f, outer=outer, name=name, first=first, value=value):
-                    changed = replace(first, **{name: v}) if not outer else \
-                        replace(first, Desc=replace(first.Desc, **{name: v}))
+                    changed = dataclasses.replace(first, **{name: v}) if not outer else \
+                        dataclasses.replace(first, Desc=dataclasses.replace(first.Desc, **{name: v}))
                     new = (changed, *value[1:]) if isinstance(value, tuple) else changed
                     return lambda: device.CreateOperator(
-                        DML_OPERATOR_DESC(Desc=replace(inner, **{f.name: new})))
+                        DML_OPERATOR_DESC(Desc=dataclasses.replace(inner, **{f.name: new})))
                 failures += with_each_hostile(f"{op_name}.{f.name}.{outer}.{name}", build)
     failures += with_each_hostile("min_feature_level", lambda v: lambda: min_feature_level(v))
     assert not failures, "\n".join(failures[:30])
@@ -271,7 +266,7 @@ def test_compile_and_initializer():
         rig.device.CreateBindingTable(v)))
     for name in ("Dispatchable", "CPUDescriptorHandle", "GPUDescriptorHandle", "SizeInDescriptors"):
         failures += with_each_hostile(f"DML_BINDING_TABLE_DESC.{name}", lambda v, name=name: (
-            lambda: rig.device.CreateBindingTable(replace(
+            lambda: rig.device.CreateBindingTable(dataclasses.replace(
                 DML_BINDING_TABLE_DESC(rig.compiled, SizeInDescriptors=8), **{name: v}))))
     failures += with_each_hostile("IDMLBindingTable.Reset", lambda v: lambda: (
         Rig().table.Reset(v)))
@@ -378,7 +373,7 @@ def test_several_hostile_fields_at_once(op_name, data):
     except DMLError:
         device = DMLCreateDevice1()
     only_dml_errors(lambda: device.CreateOperator(DML_OPERATOR_DESC(
-        Desc=replace(inner, **changes))), f"{op_name} with {sorted(changes)}")
+        Desc=dataclasses.replace(inner, **changes))), f"{op_name} with {sorted(changes)}")
 
 
 # -- the reported cases, with what their messages say --------------------------------------------
