@@ -9,6 +9,8 @@ Importing this package does not import numba; the kernels are compiled (or loade
 cache) on first use.
 """
 
+__version__ = "0.1.0"  # first: the kernel cache folder is named by it (kernels/jit.py)
+
 from .binding import IDMLBindingTable
 from .device import (
     DMLCreateDevice,
@@ -30,8 +32,6 @@ from .errors import (
 from .execution import CommandList, CommandQueue
 from .registry import REGISTRY, min_feature_level
 from .resources import Buffer
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DXGI_ERROR_DEVICE_REMOVED", "DXGI_ERROR_UNSUPPORTED", "E_INVALIDARG", "E_OUTOFMEMORY",

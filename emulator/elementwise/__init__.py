@@ -2,8 +2,9 @@
 the operator module the registry expects (KERNEL_TYPES, validate, unsupported, plan, reference).
 
 Data flow of one dispatch: the plan (``plan.py``) views each bound tensor in its storage type and
-calls the row's generated driver (``kernels/<operator>.py``, written by ``generate.py``): load →
-ScaleBias → the scalar function → fused activation → store with one rounding.
+has ``kernels/strided.py``'s parallel driver call the row's generated chunk kernel
+(``kernels/<operator>.py``, written by ``generate.py``): load → ScaleBias → the scalar function →
+fused activation → store with one rounding.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from descriptors import DML_OPERATOR_TYPE
+from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..activations import BY_OPERATOR as ACTIVATIONS
+from ..kernels.activation import RELU
+from ..kernels.strided import activation_address
 from ..ops.activation import check_fused
 from ..ops.common import ieee_reference
 from ..validation import Context
@@ -42,19 +46,27 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     def plan(v: SimpleNamespace) -> ElementWisePlan:
         out = v.OutputTensor
-        is_float = out.data_type in FLOAT_TYPES
+        first = getattr(v, row.inputs[0]).data_type
         p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
-        p2, p3, kind = 1.0, 0.0, 0
-        entry = "run_f" if is_float else "run_i"
+        p2, p3, kind, aux = 1.0, 0.0, 0, 0
+        if first not in FLOAT_TYPES:
+            variant = "i"
+        elif row.exact32 and first != T.DML_TENSOR_DATA_TYPE_FLOAT64:
+            variant = "f32"
+        else:
+            variant = "f64"
         if row.scale_bias and v.ScaleBias is not None:
-            entry, p2, p3 = "run_f_sb", v.ScaleBias.Scale, v.ScaleBias.Bias
+            variant, p2, p3 = "f64_sb", v.ScaleBias.Scale, v.ScaleBias.Bias
         if row.fused and v.fused is not None:
             act, (p0, p1) = v.fused
-            entry, kind = "run_f_act", act.kind
+            if variant == "f32" and act.kind == RELU:
+                variant = "f32_relu"
+            else:
+                variant, kind, aux = "f64_act", act.kind, activation_address()
         return ElementWisePlan.build(
-            f"{__name__}.kernels.{row.name}", entry,
+            f"{__name__}.kernels.{row.name}", variant,
             [(name, getattr(v, name).data_type, getattr(v, name).strides) for name in row.inputs],
-            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind)
+            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux)
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {"OutputTensor": compute(row, v, [inputs[n] for n in row.inputs])}

@@ -2,8 +2,9 @@
 
 All tensors share the output's Sizes (the support tables' "same Sizes" constraints), so one
 ``collapse`` of every stride set gives the shortest iteration; zero strides (broadcast) and padded
-output strides pass through. ``run`` views each binding in its storage type (FLOAT16 as uint16 bits)
-and calls the row's generated driver.
+output strides pass through. ``build`` compiles the row's chunk kernel for the tensors' storage
+types (FLOAT16 as uint16 bits); ``run`` hands the bound byte ranges to ``kernels/strided.py``'s
+parallel driver, which calls it.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from descriptors import DML_TENSOR_DATA_TYPE
 
+from ..kernels.strided import chunk_kernel, drive
 from ..plan import collapse, int64s
-from ..resources import typed_view
 
 T = DML_TENSOR_DATA_TYPE
 FLOAT_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
@@ -39,36 +41,44 @@ STORAGE: dict[T, str] = {
 }
 
 
+_drive: Any = drive  # a Numba dispatcher
+_NONE = np.zeros(8, np.uint8)  # the pointer passed for an input an operator does not have
+
+
 @dataclass(frozen=True, eq=False)
 class ElementWisePlan:
     """``OutputTensor[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
 
-    module: str  # the generated kernel module (emulator.elementwise.kernels.<name>)
-    entry: str  # run_f, run_i, run_f_sb or run_f_act
+    chunk: int  # the address of the row's chunk kernel for these storage types
     inputs: tuple[str, ...]
-    storage: tuple[str, ...]  # numpy storage dtype of each input, then of the output
     sizes: np.ndarray
-    strides: tuple[np.ndarray, ...]  # each input's, then the output's (collapsed)
+    strides: tuple[np.ndarray, ...]  # x, y, w (zeros where absent), then the output's (collapsed)
     params: tuple[float, float, float, float]
     kind: int
+    aux: int
 
     @classmethod
-    def build(cls, module: str, entry: str, inputs: Sequence[tuple[str, T, Sequence[int]]],
+    def build(cls, module: str, variant: str, inputs: Sequence[tuple[str, T, Sequence[int]]],
               output: tuple[T, Sequence[int], Sequence[int]],
-              params: tuple[float, float, float, float], kind: int = 0) -> ElementWisePlan:
-        """``inputs``: (bind point, data type, strides); ``output``: (data type, sizes,
-        strides)."""
+              params: tuple[float, float, float, float], kind: int = 0,
+              aux: int = 0) -> ElementWisePlan:
+        """``module``: the row's generated kernel module; ``variant``: which of its chunk
+        kernels; ``inputs``: (bind point, data type, strides); ``output``: (data type, sizes,
+        strides). Compiles (or loads from the disk cache) the chunk kernel now."""
         out_type, sizes, out_strides = output
         c = collapse(sizes, *[s for _, _, s in inputs], out_strides)
-        return cls(module, entry, tuple(n for n, _, _ in inputs),
-                   (*(STORAGE[t] for _, t, _ in inputs), STORAGE[out_type]), int64s(c[0]),
-                   tuple(int64s(s) for s in c[1:]), params, kind)
+        strides = [int64s(s) for s in c[1:]]
+        zeros = np.zeros_like(strides[-1])
+        strides = strides[:-1] + [zeros] * (3 - len(inputs)) + strides[-1:]
+        storage = [STORAGE[t] for _, t, _ in inputs] + [STORAGE[out_type]]
+        py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
+        return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs),
+                   int64s(c[0]), tuple(strides), params, kind, aux)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        kernel = getattr(importlib.import_module(self.module), self.entry)
-        arrays = [typed_view(regions[name], dt)
-                  for name, dt in zip((*self.inputs, "OutputTensor"), self.storage)]
+        arrays = [regions[name] for name in self.inputs]
+        arrays += [_NONE] * (3 - len(arrays)) + [regions["OutputTensor"]]
         args: list[object] = []
         for a in arrays:
             args += [a, 0]
-        kernel(*args, self.sizes, *self.strides, *self.params, self.kind)
+        _drive(self.chunk, *args, self.sizes, *self.strides, *self.params, self.kind, self.aux)

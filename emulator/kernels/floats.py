@@ -80,6 +80,18 @@ def double_to_half(v):  # pragma: no cover
     return float_to_half(f)
 
 
+def relu(v):  # pragma: no cover - replaced by the overload
+    """max(0, v) with Direct3D's max: +0 for NaN, -0 and +0 (a select: it vectorises)."""
+    raise NotImplementedError
+
+
+@overload(relu, inline="always")
+def _relu(v):  # pragma: no cover - typing
+    if v == types.float32:
+        return lambda v: v if v > np.float32(0) else np.float32(0)
+    return lambda v: v if v > 0.0 else 0.0
+
+
 def load32(x, i):  # pragma: no cover - replaced by the overload
     raise NotImplementedError
 
@@ -90,6 +102,20 @@ def load64(x, i):  # pragma: no cover - replaced by the overload
 
 def store(y, i, v):  # pragma: no cover - replaced by the overload
     raise NotImplementedError
+
+
+def store_int(y, i, v):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(store_int, inline="always")
+def _store_int(y, i, v):  # pragma: no cover - typing
+    """An integer tensor's element (uint16 here is UINT16, not FLOAT16 bits): C's conversion."""
+    dt = y.dtype
+
+    def store_integer(y, i, v):
+        y[i] = dt(v)
+    return store_integer
 
 
 @overload(load32, inline="always")

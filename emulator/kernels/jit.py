@@ -100,6 +100,15 @@ inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False,
 # Sums whose order no result promises (MVN statistics): LLVM may reassociate them, and only that
 # (no NaN/inf/zero-sign shortcuts), so they vectorise (4x faster). For one build the machine code
 # is fixed, so results do not depend on the thread count; lanes also make the sum more accurate.
+
+
+def c_kernel(sig):
+    """A C-callable kernel for one signature (``kernels/strided.py``'s chunk kernels): serial,
+    called by address from a parallel driver; compiled when made, cached on disk."""
+    return numba.cfunc(sig, nopython=True, cache=True, fastmath=False, boundscheck=False,
+                       error_model="numpy")
+
+
 reduction = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy",
                        fastmath={"reassoc"})
 prange = numba.prange
