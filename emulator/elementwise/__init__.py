@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from descriptors import DML_OPERATOR_TYPE
+from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..activations import BY_OPERATOR as ACTIVATIONS
@@ -23,7 +23,7 @@ from ..kernels.strided import activation_address
 from ..ops.activation import check_fused
 from ..ops.common import ieee_reference
 from ..validation import Context
-from .plan import FLOAT_TYPES, INT_TYPES, ElementWisePlan
+from .plan import BITS, FLOAT_TYPES, INT_TYPES, STORAGE, ElementWisePlan
 from .table import BY_OPERATOR, ROWS, Row
 
 __all__ = ["BY_OPERATOR", "ROWS", "module"]
@@ -31,7 +31,8 @@ __all__ = ["BY_OPERATOR", "ROWS", "module"]
 
 def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
     row = BY_OPERATOR[op]
-    kernel_types = (FLOAT_TYPES if row.float_body is not None else ()) + \
+    kernel_types = FLOAT_TYPES + INT_TYPES if row.bitwise else \
+        (FLOAT_TYPES if row.float_body is not None else ()) + \
         (INT_TYPES if row.int_body is not None else ())
 
     def validate(ctx: Context, v: SimpleNamespace) -> None:
@@ -46,17 +47,23 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     def plan(v: SimpleNamespace) -> ElementWisePlan:
         out = v.OutputTensor
-        first = getattr(v, row.inputs[0]).data_type
+        # The type that picks the computation: the output's, or for a flag (a comparison's
+        # 0/1) the inputs'.
+        kind_of = getattr(v, row.inputs[0]).data_type if row.output == "flag" else out.data_type
         p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
         p2, p3, kind, aux = 1.0, 0.0, 0, 0
-        if first not in FLOAT_TYPES:
+        storage = STORAGE
+        if row.bitwise:
+            variant, storage = "i", BITS
+        elif kind_of not in FLOAT_TYPES:
             variant = "i"
-        elif row.exact32 and first != T.DML_TENSOR_DATA_TYPE_FLOAT64:
+        elif row.exact32 and kind_of != T.DML_TENSOR_DATA_TYPE_FLOAT64:
             variant = "f32"
         else:
             variant = "f64"
         if row.scale_bias and v.ScaleBias is not None:
             variant, p2, p3 = "f64_sb", v.ScaleBias.Scale, v.ScaleBias.Bias
+            storage = STORAGE
         if row.fused and v.fused is not None:
             act, (p0, p1) = v.fused
             if variant == "f32" and act.kind == RELU:
@@ -66,7 +73,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         return ElementWisePlan.build(
             f"{__name__}.kernels.{row.name}", variant,
             [(name, getattr(v, name).data_type, getattr(v, name).strides) for name in row.inputs],
-            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux)
+            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux, storage)
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {"OutputTensor": compute(row, v, [inputs[n] for n in row.inputs])}
@@ -79,16 +86,24 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
 @ieee_reference
 def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray]) -> np.ndarray:
-    """The row's formula on logical arrays: float tensors in float64 (ScaleBias first, then the
-    function, then the fused activation) rounded once to the output type; integers in their type."""
-    out_dtype = arrays[0].dtype
-    if out_dtype.kind == "f":
+    """The row's formula on logical arrays, in the output's type: float tensors in float64
+    (ScaleBias first, then the function, then the fused activation) rounded once; integers in
+    their type (the reference computes as C, the output keeps its width); bitwise rows on each
+    tensor's encoding."""
+    out_dtype = np.dtype(NUMPY_DTYPE[v.OutputTensor.data_type])
+    params = row.param_values(v)
+    if row.bitwise and not (row.scale_bias and v.ScaleBias is not None):
+        y = np.asarray(row.reference(*(a.view(f"u{a.dtype.itemsize}") for a in arrays), *params))
+        if row.output == "flag":
+            return y.astype(out_dtype)
+        return y.astype(f"u{out_dtype.itemsize}").view(out_dtype)
+    if arrays[-1].dtype.kind == "f":
         xs = [a.astype(np.float64) for a in arrays]
         if row.scale_bias and v.ScaleBias is not None:
             xs = [x * v.ScaleBias.Scale + v.ScaleBias.Bias for x in xs]
-        y = np.asarray(row.reference(*xs, *row.param_values(v)), np.float64)
+        y = np.asarray(row.reference(*xs, *params), np.float64)
         if row.fused and v.fused is not None:
             act, p = v.fused
             y = ACTIVATIONS[act.operator].reference(y, *p[: len(act.params)])
         return y.astype(out_dtype)
-    return np.asarray(row.reference(*arrays, *row.param_values(v))).astype(out_dtype)
+    return np.asarray(row.reference(*arrays, *params)).astype(out_dtype)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import scalar
 from .table import ROWS, Row
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -147,6 +148,9 @@ def module_source(row: Row) -> str:
     imports += "from ...kernels.jit import inline\n"
     if "call_activation(" in body:
         imports += "from ...kernels.strided import call_activation\n"
+    helpers = [h for h in scalar.HELPERS if f"{h}(" in body]
+    if helpers:
+        imports += f"from ..scalar import {', '.join(helpers)}\n"
     return HEADER.format(operator=row.operator.name,
                          kinds=", ".join(f"chunk_{k}" for k in kinds), imports=imports) + body
 

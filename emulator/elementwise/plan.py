@@ -45,6 +45,9 @@ _drive: Any = drive  # a Numba dispatcher
 _NONE = np.zeros(8, np.uint8)  # the pointer passed for an input an operator does not have
 
 
+# The bitwise rows' storage: every type as the unsigned integer of its width (its encoding).
+BITS: dict[T, str] = {t: f"uint{8 * np.dtype(s).itemsize}" for t, s in STORAGE.items()}
+
 @dataclass(frozen=True, eq=False)
 class ElementWisePlan:
     """``OutputTensor[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
@@ -60,17 +63,18 @@ class ElementWisePlan:
     @classmethod
     def build(cls, module: str, variant: str, inputs: Sequence[tuple[str, T, Sequence[int]]],
               output: tuple[T, Sequence[int], Sequence[int]],
-              params: tuple[float, float, float, float], kind: int = 0,
-              aux: int = 0) -> ElementWisePlan:
+              params: tuple[float, float, float, float], kind: int = 0, aux: int = 0,
+              storage_of: Mapping[T, str] = STORAGE) -> ElementWisePlan:
         """``module``: the row's generated kernel module; ``variant``: which of its chunk
         kernels; ``inputs``: (bind point, data type, strides); ``output``: (data type, sizes,
-        strides). Compiles (or loads from the disk cache) the chunk kernel now."""
+        strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
+        bitwise row). Compiles (or loads from the disk cache) the chunk kernel now."""
         out_type, sizes, out_strides = output
         c = collapse(sizes, *[s for _, _, s in inputs], out_strides)
         strides = [int64s(s) for s in c[1:]]
         zeros = np.zeros_like(strides[-1])
         strides = strides[:-1] + [zeros] * (3 - len(inputs)) + strides[-1:]
-        storage = [STORAGE[t] for _, t, _ in inputs] + [STORAGE[out_type]]
+        storage = [storage_of[t] for _, t, _ in inputs] + [storage_of[out_type]]
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
         return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs),
                    int64s(c[0]), tuple(strides), params, kind, aux)

@@ -17,6 +17,8 @@ A row says what the operator computes, once, for everything that needs it:
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
 - ``output``: ``"same"`` (the output has the inputs' kind of type) or ``"flag"`` (a 0/1 result in
   an integer output: comparisons, IS_NAN …);
+- ``bitwise``: the operator works on the native encoding, so every tensor is handled as the
+  unsigned integer of its width (FLOAT16/32/64 included: bits are copied, never converted);
 - ``scale_bias`` / ``fused``: whether the desc has ScaleBias (applied to each input before the
   function) or a FusedActivation (applied to the result).
 
@@ -37,6 +39,7 @@ import numpy as np
 from descriptors import DML_OPERATOR_TYPE
 
 from ..activations import _max, _min
+from . import references as ref
 
 OP = DML_OPERATOR_TYPE
 
@@ -48,10 +51,11 @@ class Row:
     float_body: str | None
     int_body: str | None
     reference: Callable[..., np.ndarray]
-    params: Callable[[SimpleNamespace], tuple[float, float]] | None = None
+    params: Callable[[SimpleNamespace], tuple[float, ...]] | None = None
     ulp: int = 0
     exact32: bool = False
     output: str = "same"
+    bitwise: bool = False
     scale_bias: bool = False
     fused: bool = False
 
@@ -92,7 +96,7 @@ def _clip1(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
 
 ROWS: tuple[Row, ...] = (
     Row(OP.DML_OPERATOR_ELEMENT_WISE_IDENTITY, UNARY, "a", "a", lambda a: a, scale_bias=True,
-        exact32=True),
+        exact32=True, bitwise=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_ABS, UNARY, "abs(a)", "abs(a)", np.abs, scale_bias=True,
         exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_NEGATE, UNARY, "-a", "-a", np.negative, exact32=True),
@@ -100,7 +104,8 @@ ROWS: tuple[Row, ...] = (
     Row(OP.DML_OPERATOR_ELEMENT_WISE_ADD1, BINARY, "a + b", None, np.add, fused=True, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_SUBTRACT, BINARY, "a - b", "a - b", np.subtract, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_MULTIPLY, BINARY, "a * b", "a * b", np.multiply, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIVIDE, BINARY, "a / b", None, np.divide, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIVIDE, BINARY, "a / b", "trunc_div(a, b)", ref.trunc_div,
+        exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_MAX, BINARY, D3D_MAX, D3D_MAX, _max, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_MIN, BINARY, D3D_MIN, D3D_MIN, _min, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP, UNARY,
@@ -111,6 +116,87 @@ ROWS: tuple[Row, ...] = (
         "m = a if (a < p1 or p1 != p1) else p1\n"  # min(x, Max)
         "return p0 if (p0 >= m or m != m) else m",  # max(Min, that)
         None, _clip1, _clip_params, scale_bias=True, exact32=True),
+    *(Row(op, UNARY, f"{fn}(a)", None, formula, ulp=1, scale_bias=True)
+      for op, fn, formula in (
+        (OP.DML_OPERATOR_ELEMENT_WISE_ACOS, "math.acos", np.arccos),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ASIN, "math.asin", np.arcsin),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ATAN, "math.atan", np.arctan),
+        (OP.DML_OPERATOR_ELEMENT_WISE_COS, "math.cos", np.cos),
+        (OP.DML_OPERATOR_ELEMENT_WISE_SIN, "math.sin", np.sin),
+        (OP.DML_OPERATOR_ELEMENT_WISE_TAN, "math.tan", np.tan),
+        (OP.DML_OPERATOR_ELEMENT_WISE_EXP, "math.exp", np.exp),
+        (OP.DML_OPERATOR_ELEMENT_WISE_LOG, "math.log", np.log),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ERF, "math.erf", ref.erf),
+        (OP.DML_OPERATOR_ELEMENT_WISE_SINH, "math.sinh", np.sinh),
+        (OP.DML_OPERATOR_ELEMENT_WISE_COSH, "math.cosh", np.cosh),
+        (OP.DML_OPERATOR_ELEMENT_WISE_TANH, "math.tanh", np.tanh),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ASINH, "math.asinh", np.arcsinh),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ACOSH, "math.acosh", np.arccosh),
+        (OP.DML_OPERATOR_ELEMENT_WISE_ATANH, "math.atanh", np.arctanh))),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_SQRT, UNARY, "math.sqrt(a)", None, np.sqrt,
+        scale_bias=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_RECIP, UNARY, "1.0 / a", None, np.reciprocal,
+        scale_bias=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CEIL, UNARY, "np.ceil(a)", None, np.ceil, scale_bias=True,
+        exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_FLOOR, UNARY, "np.floor(a)", None, np.floor,
+        scale_bias=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW, UNARY, "math.pow(a, p0)", None, ref.pow_,
+        lambda v: (float(v.Exponent),), ulp=1, scale_bias=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, UNARY, D3D_MAX.replace("b", "p0"), None,
+        ref.threshold, lambda v: (float(v.Min),), scale_bias=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_SIGN, UNARY, "1.0 if a > 0 else (-1.0 if a < 0 else 0.0)",
+        "1 if a > 0 else (-1 if a < 0 else 0)", ref.sign, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ROUND, UNARY, "round_mode(a, p0)", None, ref.round_mode,
+        lambda v: (float(v.RoundingMode),), exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_NAN, UNARY, "a != a", None, np.isnan, output="flag",
+        exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_INFINITY, UNARY,
+        "abs(a) == np.inf and (p0 == 0 or (p0 == 1 and a > 0) or (p0 == 2 and a < 0))", None,
+        ref.is_infinity, lambda v: (float(v.InfinityMode),), output="flag", exact32=True),
+    # Comparisons: 1 for true, 0 for false, in the output's integer type.
+    *(Row(op, BINARY, f"a {sym} b", f"a {sym} b", formula, output="flag", exact32=True)
+      for op, sym, formula in (
+          (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_EQUALS, "==", np.equal),
+          (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN, ">", np.greater),
+          (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN, "<", np.less),
+          (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL, ">=", np.greater_equal),
+          (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL, "<=", np.less_equal))),
+    # Logical operators: any nonzero value is true; the result is 1 or 0.
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_AND, BINARY, None, "(a != 0) & (b != 0)",
+        np.logical_and, output="flag"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_OR, BINARY, None, "(a != 0) | (b != 0)",
+        np.logical_or, output="flag"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_XOR, BINARY, None, "(a != 0) != (b != 0)",
+        np.logical_xor, output="flag"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_NOT, UNARY, None, "a == 0", ref.logical_not,
+        output="flag"),
+    # Bitwise operators: on the encoding (floats included); shifts on unsigned integers.
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_AND, BINARY, None, "a & b", np.bitwise_and,
+        bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_OR, BINARY, None, "a | b", np.bitwise_or, bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_XOR, BINARY, None, "a ^ b", np.bitwise_xor,
+        bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_NOT, UNARY, None, "~a", np.invert, bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_COUNT, UNARY, None, "popcount(a)", ref.bit_count,
+        output="flag", bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_LEFT, BINARY, None, "shift_left(a, b)",
+        ref.shift_left),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_RIGHT, BINARY, None, "shift_right(a, b)",
+        ref.shift_right),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IF, ("ConditionTensor", "ATensor", "BTensor"), None,
+        "b if a != 0 else c", ref.if_, bitwise=True),
+    # Binary arithmetic beyond + - * /.
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MEAN, BINARY, "(a + b) / 2.0",
+        "trunc_div(np.int64(a) + np.int64(b), 2)", ref.mean),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE, BINARY, "(a - b) * (a - b)",
+        "(np.int64(a) - np.int64(b)) * (np.int64(a) - np.int64(b))", ref.difference_square),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ATAN_YX, BINARY, "math.atan2(a, b)", None, np.arctan2,
+        ulp=1),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_TRUNCATE, BINARY, "np.fmod(a, b)",
+        "trunc_mod(a, b)", ref.trunc_mod),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR, BINARY, "floor_mod(a, b)", "floor_mod(a, b)",
+        ref.floor_mod),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Row] = {r.operator: r for r in ROWS}

@@ -1,0 +1,146 @@
+"""Plain NumPy references for the element-wise rows whose formula is more than one NumPy call.
+
+Each reads like its page (docs/elementwise-pages.md) and takes logical arrays: float tensors as
+float64 (the caller rounds once to the output type), integer tensors in their own type, and, for
+the bitwise rows, every tensor as the unsigned integer of its width (its native encoding).
+Integer results are computed in 64 bits and the caller keeps the tensor's width, as C does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..activations import _max
+
+
+def wide(a: np.ndarray) -> np.ndarray:
+    """An integer array in 64 bits of its signedness (C's promotion, without overflow)."""
+    return a.astype(np.int64 if a.dtype.kind == "i" else np.uint64)
+
+
+def trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's integer a / b: the quotient rounded toward 0; b = 0 gives 0 (a decision), and
+    INT64_MIN / -1 wraps."""
+    if a.dtype.kind == "f":
+        return a / b
+    x, y = wide(a), wide(b)
+    safe = np.where(y == 0, 1, y)
+    q = np.floor_divide(x, safe)
+    if x.dtype.kind == "i":
+        q = np.where((q * safe != x) & ((x < 0) != (safe < 0)), q + 1, q)
+        q = np.where(safe == -1, -x, q)
+    return np.where(y == 0, 0, q).astype(x.dtype)
+
+
+def trunc_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's a % b (MODULUS_TRUNCATE: the result has the dividend's sign): for floats C's fmod,
+    exact; for integers b = 0 gives 0 (a decision)."""
+    if a.dtype.kind == "f":
+        return np.fmod(a, b)
+    x, y = wide(a), wide(b)
+    safe = np.where((y == 0) | (y == -1) if x.dtype.kind == "i" else y == 0, 1, y)
+    return np.where(y == 0, 0, np.fmod(x, safe)).astype(x.dtype)
+
+
+def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Python's a % b (MODULUS_FLOOR: the result has the divisor's sign); b = 0 gives 0 for
+    integers (a decision), NaN for floats (as fmod)."""
+    if a.dtype.kind == "f":
+        return np.vectorize(_py_float_mod, otypes=[np.float64])(a, b)
+    x, y = wide(a), wide(b)
+    safe = np.where(y == 0, 1, y)
+    return np.where(y == 0, 0, np.mod(x, safe)).astype(x.dtype)
+
+
+def _py_float_mod(a: float, b: float) -> float:
+    """CPython's float %, without its ZeroDivisionError (fmod's NaN instead)."""
+    r = math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
+    if math.isnan(r) or math.isnan(b):
+        return math.nan
+    if r != 0:
+        if (b < 0) != (r < 0):
+            r += b
+    else:
+        r = math.copysign(0.0, b)
+    return r
+
+
+def mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a + b) / 2: for integers the exact sum, halved toward 0 (C's /)."""
+    if a.dtype.kind == "f":
+        return (a + b) / 2
+    return trunc_div(wide(a) + wide(b), np.full(a.shape, 2, np.int64))
+
+
+def difference_square(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a - b) * (a - b)."""
+    if a.dtype.kind == "f":
+        return (a - b) * (a - b)
+    d = wide(a).astype(np.int64) - wide(b).astype(np.int64)
+    return d * d
+
+
+def sign(x: np.ndarray) -> np.ndarray:
+    """-1 if x < 0, 1 if x > 0, else 0 (NaN and -0 included)."""
+    return np.where(x < 0, -1, np.where(x > 0, 1, 0)).astype(x.dtype)
+
+
+def round_mode(x: np.ndarray, mode: float) -> np.ndarray:
+    """DML_ROUNDING_MODE: 0 halves to even, 1 toward zero, 2 halves away from zero."""
+    if mode == 0:
+        return np.rint(x)
+    t = np.trunc(x)
+    if mode == 2:
+        t = np.where(np.abs(x - t) >= 0.5, t + np.copysign(1.0, x), t)
+    return t
+
+
+def is_infinity(x: np.ndarray, mode: float) -> np.ndarray:
+    """The page's formula: isinf(x) && (x > 0 && POSITIVE || x < 0 && NEGATIVE || EITHER)."""
+    return np.isinf(x) & (((x > 0) & (mode == 1)) | ((x < 0) & (mode == 2)) | (mode == 0))
+
+
+def threshold(x: np.ndarray, lo: Any) -> np.ndarray:
+    """max(x, Min) with Direct3D's max."""
+    return _max(x, lo)
+
+
+def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a << b; a count at or past the element's width gives 0 (a decision)."""
+    x, y = a.astype(np.uint64), b.astype(np.uint64)
+    return np.where(y < 64, np.left_shift(x, np.minimum(y, 63)), 0).astype(np.uint64)
+
+
+def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Logical a >> b; a count at or past the width gives 0."""
+    x, y = a.astype(np.uint64), b.astype(np.uint64)
+    return np.where(y < 64, np.right_shift(x, np.minimum(y, 63)), 0).astype(np.uint64)
+
+
+def bit_count(x: np.ndarray) -> np.ndarray:
+    """The number of 1 bits of each element's encoding."""
+    return np.bitwise_count(x) if hasattr(np, "bitwise_count") else \
+        np.array([bin(int(v)).count("1") for v in x.ravel()]).reshape(x.shape)
+
+
+def logical_not(x: np.ndarray) -> np.ndarray:
+    return (x == 0).astype(np.uint8)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function (2/sqrt(pi) times the integral of exp(-t^2) from 0 to x), by libm."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def pow_(x: np.ndarray, e: Any) -> np.ndarray:
+    """C's pow: a negative base with a non-integral exponent gives NaN."""
+    return np.power(x, e)
+
+
+def if_(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a where cond != 0, else b (the encodings are copied)."""
+    return np.where(cond != 0, a, b)
+
