@@ -263,3 +263,30 @@ def test_every_row_is_registered_with_its_types():
         types = set(REGISTRY[row.operator].kernel_types)
         assert (row.float_body is not None or row.bitwise) == (set(FLOAT_TYPES) <= types)
         assert (row.int_body is not None) == (set(INT_TYPES) <= types)
+
+
+def cast(device, x: np.ndarray, out_dtype) -> np.ndarray:
+    out = np.zeros(x.shape, out_dtype)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_CAST_OPERATOR_DESC(
+        tensor_desc(x), tensor_desc(out))), [x])
+    return y
+
+
+def test_cast_rules(device):
+    """Floats to integers: toward zero, saturated, NaN 0; integers to integers: wrapped; to
+    FLOAT16: rounded once, past its range inf (docs/decisions.md)."""
+    f = np.array([2.9, -2.9, np.nan, np.inf, -np.inf, 1e10, -1e10, 127.5, -128.5, -0.5],
+                 np.float32)
+    assert cast(device, f, np.int8).tolist() == [2, -2, 0, 127, -128, 127, -128, 127, -128, 0]
+    assert cast(device, f, np.uint8).tolist() == [2, 0, 0, 255, 0, 255, 0, 127, 0, 0]
+    big = np.array([2.0**63, -2.0**63, 2.0**64, 9.2e18], np.float64)
+    assert cast(device, big, np.int64).tolist() == [2**63 - 1, -2**63, 2**63 - 1,
+                                                    9200000000000000000]
+    assert cast(device, big, np.uint64).tolist() == [2**63, 0, 2**64 - 1, 9200000000000000000]
+    i = np.array([300, -1, 2**31 - 1, -2**31], np.int32)
+    assert cast(device, i, np.uint8).tolist() == [44, 255, 255, 0]
+    assert cast(device, i, np.int16).tolist() == [300, -1, -1, 0]
+    assert cast(device, np.array([65519, 65520, 2049], np.int32), np.float16).tolist() == \
+        [65504, np.inf, 2048]  # 2049 is a tie: to even
+    d = np.array([1 + 2.0**-11 + 2.0**-40], np.float64)  # just above a FLOAT16 tie: rounds up
+    assert cast(device, d, np.float16).tolist() == [1 + 2.0**-10]

@@ -53,7 +53,13 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
         p2, p3, kind, aux = 1.0, 0.0, 0, 0
         storage = STORAGE
-        if row.bitwise:
+        if row.output == "cast":
+            src = v.InputTensor.data_type
+            variant = "cast_" + "".join("f" if t in FLOAT_TYPES else "i" for t in (
+                src, out.data_type))
+            if src in FLOAT_TYPES:
+                variant += "64" if src == T.DML_TENSOR_DATA_TYPE_FLOAT64 else "32"
+        elif row.bitwise:
             variant, storage = "i", BITS
         elif kind_of not in FLOAT_TYPES:
             variant = "i"
@@ -92,6 +98,9 @@ def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray]) -> np.ndarra
     tensor's encoding."""
     out_dtype = np.dtype(NUMPY_DTYPE[v.OutputTensor.data_type])
     params = row.param_values(v)
+    if row.output == "cast":
+        x = arrays[0].astype(np.float64) if arrays[0].dtype.kind == "f" else arrays[0]
+        return np.asarray(row.reference(x, out_dtype))
     if row.bitwise and not (row.scale_bias and v.ScaleBias is not None):
         y = np.asarray(row.reference(*(a.view(f"u{a.dtype.itemsize}") for a in arrays), *params))
         if row.output == "flag":

@@ -22,7 +22,10 @@ where the row allows, the chunk kernels (``VARIANTS``):
 - ``chunk_f64_sb``: ScaleBias applied to each input first; ``chunk_f64_act``: a fused activation
   applied to the result, through a float64 buffer; ``chunk_f32_relu``: a fused RELU in the loop,
   for the float32 rows (RELU commutes with rounding, so this is the float64 result rounded once);
-- ``chunk_i``: integer tensors, computed in their type (C's wrapping arithmetic).
+- ``chunk_i``: integer tensors, computed in their type (C's wrapping arithmetic);
+- ``chunk_cast_ff32`` / ``_ff64`` / ``_fi32`` / ``_fi64`` / ``_if`` / ``_ii``: CAST by (input,
+  output) kind, loading FLOAT32/16 as float32 and FLOAT64 as float64, the store converting
+  (floats rounded once, to integers truncated and saturated, integers wrapped).
 """
 
 from __future__ import annotations
@@ -51,19 +54,28 @@ def _scalar(name: str, body: str) -> str:
         f"    {line}\n" for line in lines)
 
 
-VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation)
-    "f32": ("f", "load32", False, False),
-    "f32_relu": ("f", "load32", False, False),
-    "f64": ("f", "load64", False, False),
-    "f64_sb": ("f", "load64", True, False),
-    "f64_act": ("f", "load64", False, True),
-    "i": ("i", "", False, False),
+VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation, store or None)
+    "f32": ("f", "load32", False, False, None),
+    "f32_relu": ("f", "load32", False, False, None),
+    "f64": ("f", "load64", False, False, None),
+    "f64_sb": ("f", "load64", True, False, None),
+    "f64_act": ("f", "load64", False, True, None),
+    "i": ("i", "", False, False, None),
+    # CAST, by (input kind, output kind): the store does the conversion.
+    "cast_ff32": ("f", "load32", False, False, "store"),  # from FLOAT32/16
+    "cast_ff64": ("f", "load64", False, False, "store"),  # from FLOAT64
+    "cast_fi32": ("f", "load32", False, False, "store_saturated"),
+    "cast_fi64": ("f", "load64", False, False, "store_saturated"),
+    "cast_if": ("i", "", False, False, "store"),
+    "cast_ii": ("i", "", False, False, "store_int"),
 }
 ARGS = "x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux"
 
 
 def variants(row: Row) -> list[str]:
     """The chunk kernels a row has (kernels/strided.py calls them)."""
+    if row.output == "cast":
+        return [v for v in VARIANTS if v.startswith("cast_")]
     out = []
     if row.float_body is not None:
         out += (["f32"] if row.exact32 else []) + ["f64"]
@@ -77,7 +89,7 @@ def variants(row: Row) -> list[str]:
 def _chunk(row: Row, variant: str) -> str:
     """One chunk kernel: ``n`` elements from element offsets ``*o`` with element strides ``*t``;
     loops for packed tensors and a row broadcast (a zero stride) apart, so LLVM vectorises them."""
-    fam, load, sb, act = VARIANTS[variant]
+    fam, load, sb, act, store_fn = VARIANTS[variant]
     ins = ["x", "y", "w"][: row.arity]
     names = [*ins, "z"]
     out = [f"\n\ndef chunk_{variant}(  # pragma: no cover - compiled\n        {ARGS}):"]
@@ -93,12 +105,11 @@ def _chunk(row: Row, variant: str) -> str:
         v = f"f_{fam}({', '.join(loaded)}, p0, p1)"
         return f"relu({v})" if variant == "f32_relu" else v
 
-    if row.output == "flag" or fam == "i":
-        def store(index: str, v: str) -> str:
-            return f"store_int(z, {index}, {v})"
-    else:
-        def store(index: str, v: str) -> str:
-            return f"store(z, {index}, {v})"
+    if store_fn is None:
+        store_fn = "store_int" if row.output == "flag" or fam == "i" else "store"
+
+    def store(index: str, v: str) -> str:
+        return f"{store_fn}(z, {index}, {v})"
 
     unit = {a: f"{a}u + j" for a in names}
     strided = {a: f"{a}u + j * {a}s" for a in names}
@@ -142,7 +153,8 @@ def module_source(row: Row) -> str:
         body += _scalar("f_i", row.int_body)
     for v in kinds:
         body += _chunk(row, v)
-    used = [f for f in ("load32", "load64", "relu", "store", "store_int") if f"{f}(" in body]
+    used = [f for f in ("load32", "load64", "relu", "store", "store_int", "store_saturated")
+            if f"{f}(" in body]
     imports = ("import math\n\n" if "math." in body else "") + "import numpy as np\n\n"
     imports += f"from ...kernels.floats import {', '.join(used)}\n"
     imports += "from ...kernels.jit import inline\n"

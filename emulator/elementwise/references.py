@@ -144,3 +144,19 @@ def if_(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a where cond != 0, else b (the encodings are copied)."""
     return np.where(cond != 0, a, b)
 
+
+
+def cast(x: np.ndarray, out: np.dtype) -> np.ndarray:
+    """CAST to ``out``: floats rounded once to a float type; floats to an integer type truncated
+    toward zero, saturated to its range, NaN 0 (Direct3D's conversion); integers to an integer
+    type wrapped (C's two's-complement conversion); integers to a float type rounded once."""
+    if out.kind == "f" or x.dtype.kind != "f":
+        return x.astype(out)
+    info = np.iinfo(out)
+    t = np.trunc(x)
+    y = np.zeros(x.shape, out)
+    inside = (t >= info.min) & (t < 2.0 ** (8 * out.itemsize - (out.kind == "i")))
+    y[inside] = t[inside].astype(out)
+    y[t >= 2.0 ** (8 * out.itemsize - (out.kind == "i"))] = info.max
+    y[t < info.min] = info.min
+    return y

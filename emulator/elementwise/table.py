@@ -15,8 +15,8 @@ A row says what the operator computes, once, for everything that needs it:
 - ``ulp``: the bound between kernel and reference for float tensors (0: bit-exact);
 - ``exact32``: the float function is exact or one IEEE operation, so computing FLOAT32 and FLOAT16
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
-- ``output``: ``"same"`` (the output has the inputs' kind of type) or ``"flag"`` (a 0/1 result in
-  an integer output: comparisons, IS_NAN …);
+- ``output``: ``"same"`` (the output has the inputs' kind of type), ``"flag"`` (a 0/1 result in
+  an integer output: comparisons, IS_NAN …) or ``"cast"`` (any type to any: CAST);
 - ``bitwise``: the operator works on the native encoding, so every tensor is handled as the
   unsigned integer of its width (FLOAT16/32/64 included: bits are copied, never converted);
 - ``scale_bias`` / ``fused``: whether the desc has ScaleBias (applied to each input before the
@@ -197,6 +197,9 @@ ROWS: tuple[Row, ...] = (
         "trunc_mod(a, b)", ref.trunc_mod),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR, BINARY, "floor_mod(a, b)", "floor_mod(a, b)",
         ref.floor_mod),
+    # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
+    # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
+    Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Row] = {r.operator: r for r in ROWS}

@@ -108,6 +108,37 @@ def store_int(y, i, v):  # pragma: no cover - replaced by the overload
     raise NotImplementedError
 
 
+def store_saturated(y, i, v):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(store_saturated, inline="always")
+def _store_saturated(y, i, v):  # pragma: no cover - typing
+    """A float into an integer tensor as Direct3D converts (ftoi/ftou): toward zero, saturated
+    to the type's range, NaN to 0. Every branch is defined behaviour (a plain conversion of an
+    out-of-range float is not, in C or LLVM)."""
+    dt = y.dtype
+    bits = dt.bitwidth
+    if dt.signed:
+        top, lo, hi = 2.0 ** (bits - 1), -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        bottom = -top
+    else:
+        top, lo, hi, bottom = 2.0 ** bits, 0, 2 ** bits - 1, 0.0
+    np_type = getattr(np, dt.name)
+    lo_c, hi_c, zero = np_type(lo), np_type(hi), np_type(0)
+
+    def store_sat(y, i, v):
+        if v != v:
+            y[i] = zero
+        elif v >= top:
+            y[i] = hi_c
+        elif v <= bottom:
+            y[i] = lo_c
+        else:
+            y[i] = dt(v)
+    return store_sat
+
+
 @overload(store_int, inline="always")
 def _store_int(y, i, v):  # pragma: no cover - typing
     """An integer tensor's element (uint16 here is UINT16, not FLOAT16 bits): C's conversion."""
