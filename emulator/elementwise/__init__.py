@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 
@@ -31,9 +32,7 @@ __all__ = ["BY_OPERATOR", "ROWS", "module"]
 
 def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
     row = BY_OPERATOR[op]
-    kernel_types = FLOAT_TYPES + INT_TYPES if row.bitwise else \
-        (FLOAT_TYPES if row.float_body is not None else ()) + \
-        (INT_TYPES if row.int_body is not None else ())
+    kernel_types = _kernel_types(row)
 
     def validate(ctx: Context, v: SimpleNamespace) -> None:
         v.fused = check_fused(ctx, v.FusedActivation) if row.fused else None
@@ -49,7 +48,8 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         out = v.OutputTensor
         # The type that picks the computation: the output's, or for a flag (a comparison's
         # 0/1) the inputs'.
-        kind_of = getattr(v, row.inputs[0]).data_type if row.output == "flag" else out.data_type
+        kind_of = getattr(v, row.inputs[0]).data_type if row.output == "flag" or row.loads \
+            else out.data_type
         p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
         p2, p3, kind, aux = 1.0, 0.0, 0, 0
         storage = STORAGE
@@ -78,11 +78,12 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
                 variant, kind, aux = "f64_act", act.kind, activation_address()
         return ElementWisePlan.build(
             f"{__name__}.kernels.{row.name}", variant,
-            [(name, getattr(v, name).data_type, getattr(v, name).strides) for name in row.inputs],
+            [(name, t.data_type, t.strides) if (t := getattr(v, name)) is not None else
+             (name, None, None) for name in row.inputs],
             (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux, storage)
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"OutputTensor": compute(row, v, [inputs[n] for n in row.inputs])}
+        return {"OutputTensor": compute(row, v, [inputs.get(n) for n in row.inputs])}
 
     return SimpleNamespace(
         __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
@@ -90,17 +91,32 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         plan=plan, reference=reference)
 
 
+def _kernel_types(row: Row) -> tuple[T, ...]:
+    """The data types the row's kernels handle, for any of its tensors (validation has already
+    tied the tensors' types together as the page says)."""
+    if row.bitwise or row.loads or row.output == "cast":
+        return FLOAT_TYPES + INT_TYPES
+    out: tuple[T, ...] = FLOAT_TYPES if row.float_body is not None else ()
+    if row.int_body is not None or row.output == "flag":  # a flag is written to an integer
+        out += INT_TYPES
+    return out
+
+
 @ieee_reference
-def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray]) -> np.ndarray:
+def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray | None]) -> np.ndarray:
     """The row's formula on logical arrays, in the output's type: float tensors in float64
     (ScaleBias first, then the function, then the fused activation) rounded once; integers in
     their type (the reference computes as C, the output keeps its width); bitwise rows on each
     tensor's encoding."""
     out_dtype = np.dtype(NUMPY_DTYPE[v.OutputTensor.data_type])
     params = row.param_values(v)
-    if row.output == "cast":
-        x = arrays[0].astype(np.float64) if arrays[0].dtype.kind == "f" else arrays[0]
-        return np.asarray(row.reference(x, out_dtype))
+    if row.output == "cast" or row.loads:  # tensors of different kinds: the reference converts
+        return np.asarray(row.reference(*arrays, *params, out_dtype))
+    return _same_kind(row, v, cast(list[np.ndarray], arrays), out_dtype, params)
+
+
+def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype: np.dtype,
+               params: tuple[float, ...]) -> np.ndarray:
     if row.bitwise and not (row.scale_bias and v.ScaleBias is not None):
         y = np.asarray(row.reference(*(a.view(f"u{a.dtype.itemsize}") for a in arrays), *params))
         if row.output == "flag":

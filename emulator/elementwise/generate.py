@@ -97,8 +97,15 @@ def _chunk(row: Row, variant: str) -> str:
     out += [f"    {a}s = np.uint64({a}t)" for a in names]
     out += ["    m = np.uint64(n)"]
 
+    def read(k: int, a: str, i: str) -> str:
+        how = row.loads[k] if row.loads else ""
+        how = how or fam
+        if how == "i":
+            return f"{a}[{i}]"
+        return f"{load or 'load64'}({a}, {i})"
+
     def value(index: dict[str, str]) -> str:
-        loaded = [f"{load}({a}, {index[a]})" if load else f"{a}[{index[a]}]" for a in ins]
+        loaded = [read(k, a, index[a]) for k, a in enumerate(ins)]
         if sb:
             loaded = [f"{v} * p2 + p3" for v in loaded]
         loaded += ["0"] * (3 - row.arity)
@@ -106,7 +113,7 @@ def _chunk(row: Row, variant: str) -> str:
         return f"relu({v})" if variant == "f32_relu" else v
 
     if store_fn is None:
-        store_fn = "store_int" if row.output == "flag" or fam == "i" else "store"
+        store_fn = row.store or ("store_int" if row.output == "flag" or fam == "i" else "store")
 
     def store(index: str, v: str) -> str:
         return f"{store_fn}(z, {index}, {v})"

@@ -61,7 +61,8 @@ class ElementWisePlan:
     aux: int
 
     @classmethod
-    def build(cls, module: str, variant: str, inputs: Sequence[tuple[str, T, Sequence[int]]],
+    def build(cls, module: str, variant: str,
+              inputs: Sequence[tuple[str, T | None, Sequence[int] | None]],
               output: tuple[T, Sequence[int], Sequence[int]],
               params: tuple[float, float, float, float], kind: int = 0, aux: int = 0,
               storage_of: Mapping[T, str] = STORAGE) -> ElementWisePlan:
@@ -70,17 +71,19 @@ class ElementWisePlan:
         strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
         bitwise row). Compiles (or loads from the disk cache) the chunk kernel now."""
         out_type, sizes, out_strides = output
-        c = collapse(sizes, *[s for _, _, s in inputs], out_strides)
+        none = [0] * len(sizes)  # an absent input: its one zero, everywhere
+        c = collapse(sizes, *[none if s is None else s for _, _, s in inputs], out_strides)
         strides = [int64s(s) for s in c[1:]]
         zeros = np.zeros_like(strides[-1])
         strides = strides[:-1] + [zeros] * (3 - len(inputs)) + strides[-1:]
-        storage = [storage_of[t] for _, t, _ in inputs] + [storage_of[out_type]]
+        storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
+            [storage_of[out_type]]
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
         return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs),
                    int64s(c[0]), tuple(strides), params, kind, aux)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        arrays = [regions[name] for name in self.inputs]
+        arrays = [regions.get(name, _NONE) for name in self.inputs]
         arrays += [_NONE] * (3 - len(arrays)) + [regions["OutputTensor"]]
         args: list[object] = []
         for a in arrays:

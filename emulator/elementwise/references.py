@@ -160,3 +160,19 @@ def cast(x: np.ndarray, out: np.dtype) -> np.ndarray:
     y[t >= 2.0 ** (8 * out.itemsize - (out.kind == "i"))] = info.max
     y[t < info.min] = info.min
     return y
+
+
+def quantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
+                    out: np.dtype) -> np.ndarray:
+    """clamp(round(x / scale) + zero_point, Min, Max): round halves to even (a decision), the
+    clamp to the output type's range (NaN: 0, as CAST)."""
+    zp = 0 if zero_point is None else zero_point.astype(np.float64)
+    q = np.rint(x.astype(np.float64) / scale.astype(np.float64)) + zp
+    return cast(q, out)
+
+
+def dequantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
+                      out: np.dtype) -> np.ndarray:
+    """(x - zero_point) * scale, in float64, rounded once to the output type."""
+    zp = 0 if zero_point is None else zero_point.astype(np.float64)
+    return ((x.astype(np.float64) - zp) * scale.astype(np.float64)).astype(out)

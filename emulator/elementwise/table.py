@@ -17,6 +17,11 @@ A row says what the operator computes, once, for everything that needs it:
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
 - ``output``: ``"same"`` (the output has the inputs' kind of type), ``"flag"`` (a 0/1 result in
   an integer output: comparisons, IS_NAN …) or ``"cast"`` (any type to any: CAST);
+- ``loads`` / ``store``: for operators whose tensors are of different kinds (QUANTIZE_LINEAR's
+  float input, float scale and integer zero point): how each input is read (``"f"`` as a float,
+  ``"i"`` as an integer, ``""`` as the computation's kind) and which store writes the result
+  (``"store_saturated"``: rounded values into an integer type's range); their references take
+  the raw arrays (an absent optional input: None) and return exact values;
 - ``bitwise``: the operator works on the native encoding, so every tensor is handled as the
   unsigned integer of its width (FLOAT16/32/64 included: bits are copied, never converted);
 - ``scale_bias`` / ``fused``: whether the desc has ScaleBias (applied to each input before the
@@ -55,6 +60,8 @@ class Row:
     ulp: int = 0
     exact32: bool = False
     output: str = "same"
+    loads: tuple[str, ...] = ()
+    store: str | None = None
     bitwise: bool = False
     scale_bias: bool = False
     fused: bool = False
@@ -73,6 +80,7 @@ class Row:
 
 UNARY = ("InputTensor",)
 BINARY = ("ATensor", "BTensor")
+QUANTIZED = ("InputTensor", "ScaleTensor", "ZeroPointTensor")
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
 # that is not NaN where one is.
@@ -200,6 +208,14 @@ ROWS: tuple[Row, ...] = (
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
+    # Linear quantization: computed in float64 (one rounding for DEQUANTIZE's float output;
+    # QUANTIZE's division rounded to nearest even, then saturated); an absent zero point is 0.
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR, QUANTIZED, "np.rint(a / b) + c",
+        "np.rint(np.float64(a) / b) + c", ref.quantize_linear, loads=("", "f", "i"),
+        store="store_saturated"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR, QUANTIZED, None,
+        "(np.float64(a) - np.float64(c)) * b", ref.dequantize_linear, loads=("i", "f", "i"),
+        store="store"),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Row] = {r.operator: r for r in ROWS}
