@@ -119,6 +119,10 @@ ACTIVATIONS: tuple[Activation, ...] = (
     _a(OP.DML_OPERATOR_ACTIVATION_SHRINK, 15, ("Bias", "Threshold"),
        lambda x, b, t: np.where(x > t, x - b, np.where(x < -t, x + b, 0))),
     _a(OP.DML_OPERATOR_ACTIVATION_GELU, 16, (), _gelu),
+    _a(OP.DML_OPERATOR_ACTIVATION_SWISH, 17, ("SigmoidInputScale",),
+       lambda x, s: x * (1 / (1 + np.exp(-(s * x))))),
+    _a(OP.DML_OPERATOR_ACTIVATION_HARD_SWISH, 18, ("Alpha", "Beta"),
+       lambda x, a, b: x * _max(0, _min(a * x + b, 1))),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Activation] = {a.operator: a for a in ACTIVATIONS}

@@ -96,6 +96,16 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
         for i in range(n):
             v = buf[i]
             buf[i] = 0.5 * v * math.erfc(-v * 0.7071067811865476)
+    elif kind == 17:  # SWISH: x·sigmoid(SigmoidInputScale·x)
+        for i in range(n):
+            v = buf[i]
+            buf[i] = v * (1.0 / (1.0 + math.exp(-(p0 * v))))
+    elif kind == 18:  # HARD_SWISH: x·HardSigmoid(x), HardSigmoid as kind 3
+        for i in range(n):
+            v = buf[i]
+            y = p0 * v + p1
+            m = y if y < 1.0 else 1.0
+            buf[i] = v * (m if m > 0.0 else 0.0)
 
 
 @kernel
