@@ -56,7 +56,7 @@ def type_combos(row):
 def valid(row, types) -> bool:
     """Whether a desc with these types is valid at 6_4 (CreateOperator accepts it)."""
     tensors = {n: desc(t, (1,)) for n, t in types.items()}
-    params = params_for(row, np.random.default_rng(0), types["OutputTensor"])
+    params = params_for(row, np.random.default_rng(0), types[row.output_name])
     try:
         DMLCreateDevice1(feature_level="6_4").CreateOperator(desc_of(row, tensors, params))
     except DMLError:
@@ -65,7 +65,7 @@ def valid(row, types) -> bool:
 
 
 def combo_id(row, types) -> str:
-    names = [types[n].name[21:] for n in (*row.inputs, "OutputTensor")]
+    names = [types[n].name[21:] for n in (*row.inputs, row.output_name)]
     short = names[-1] if len(set(names)) == 1 else "-".join(names)
     return f"{row.name}-{short}"
 
@@ -149,11 +149,11 @@ def run_case(device, rng, row, types, scale_bias=None, fused=None):
         tensors[name] = desc(dt, sizes, strides)
         raws.append(raw)
         arrays.append(np.array(logical(raw, dtype, sizes, strides)))
-    out_type = types["OutputTensor"]
+    out_type = types[row.output_name]
     dtype = np_dtype(out_type)
     out_strides = layout(rng, sizes, broadcast_ok=False)
     raw_out = strided_buffer(rng, out_type, sizes, out_strides, fill=SENTINEL)
-    tensors["OutputTensor"] = desc(out_type, sizes, out_strides)
+    tensors[row.output_name] = desc(out_type, sizes, out_strides)
     params = params_for(row, rng, out_type)
     if scale_bias is not None:
         params["ScaleBias"] = scale_bias
@@ -201,7 +201,7 @@ def test_kernel_matches_the_reference(device, row, types):
 
 
 def floats(cases):
-    return [(r, t) for r, t in cases if t["OutputTensor"] in FLOAT_TYPES]
+    return [(r, t) for r, t in cases if t[r.output_name] in FLOAT_TYPES]
 
 
 SB_CASES = floats((r, t) for r, t in CASES if r.scale_bias)

@@ -40,12 +40,12 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
     def unsupported(v: SimpleNamespace) -> str | None:
         """Why a valid desc cannot run here, beyond its data types (None: it can)."""
         if row.scale_bias and v.ScaleBias is not None and \
-                v.OutputTensor.data_type not in FLOAT_TYPES:
+                getattr(v, row.output_name).data_type not in FLOAT_TYPES:
             return "ScaleBias on integer tensors is not executable yet"
         return None
 
     def plan(v: SimpleNamespace) -> ElementWisePlan:
-        out = v.OutputTensor
+        out = getattr(v, row.output_name)
         # The type that picks the computation: the output's, or for a flag (a comparison's
         # 0/1) the inputs'.
         kind_of = getattr(v, row.inputs[0]).data_type if row.output == "flag" or row.loads \
@@ -80,10 +80,11 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             f"{__name__}.kernels.{row.name}", variant,
             [(name, t.data_type, t.strides) if (t := getattr(v, name)) is not None else
              (name, None, None) for name in row.inputs],
-            (out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux, storage)
+            (row.output_name, out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux,
+            storage)
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {"OutputTensor": compute(row, v, [inputs.get(n) for n in row.inputs])}
+        return {row.output_name: compute(row, v, [inputs.get(n) for n in row.inputs])}
 
     return SimpleNamespace(
         __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
@@ -108,7 +109,7 @@ def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray | None]) -> np
     (ScaleBias first, then the function, then the fused activation) rounded once; integers in
     their type (the reference computes as C, the output keeps its width); bitwise rows on each
     tensor's encoding."""
-    out_dtype = np.dtype(NUMPY_DTYPE[v.OutputTensor.data_type])
+    out_dtype = np.dtype(NUMPY_DTYPE[getattr(v, row.output_name).data_type])
     params = row.param_values(v)
     if row.output == "cast" or row.loads:  # tensors of different kinds: the reference converts
         return np.asarray(row.reference(*arrays, *params, out_dtype))

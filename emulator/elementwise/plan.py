@@ -50,10 +50,11 @@ BITS: dict[T, str] = {t: f"uint{8 * np.dtype(s).itemsize}" for t, s in STORAGE.i
 
 @dataclass(frozen=True, eq=False)
 class ElementWisePlan:
-    """``OutputTensor[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
+    """``output[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
 
     chunk: int  # the address of the row's chunk kernel for these storage types
     inputs: tuple[str, ...]
+    output: str
     sizes: np.ndarray
     strides: tuple[np.ndarray, ...]  # x, y, w (zeros where absent), then the output's (collapsed)
     params: tuple[float, float, float, float]
@@ -63,14 +64,14 @@ class ElementWisePlan:
     @classmethod
     def build(cls, module: str, variant: str,
               inputs: Sequence[tuple[str, T | None, Sequence[int] | None]],
-              output: tuple[T, Sequence[int], Sequence[int]],
+              output: tuple[str, T, Sequence[int], Sequence[int]],
               params: tuple[float, float, float, float], kind: int = 0, aux: int = 0,
               storage_of: Mapping[T, str] = STORAGE) -> ElementWisePlan:
         """``module``: the row's generated kernel module; ``variant``: which of its chunk
-        kernels; ``inputs``: (bind point, data type, strides); ``output``: (data type, sizes,
-        strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
+        kernels; ``inputs``: (bind point, data type, strides); ``output``: (bind point, data type,
+        sizes, strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
         bitwise row). Compiles (or loads from the disk cache) the chunk kernel now."""
-        out_type, sizes, out_strides = output
+        out_name, out_type, sizes, out_strides = output
         none = [0] * len(sizes)  # an absent input: its one zero, everywhere
         c = collapse(sizes, *[none if s is None else s for _, _, s in inputs], out_strides)
         strides = [int64s(s) for s in c[1:]]
@@ -79,12 +80,12 @@ class ElementWisePlan:
         storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
             [storage_of[out_type]]
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
-        return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs),
+        return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs), out_name,
                    int64s(c[0]), tuple(strides), params, kind, aux)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         arrays = [regions.get(name, _NONE) for name in self.inputs]
-        arrays += [_NONE] * (3 - len(arrays)) + [regions["OutputTensor"]]
+        arrays += [_NONE] * (3 - len(arrays)) + [regions[self.output]]
         args: list[object] = []
         for a in arrays:
             args += [a, 0]

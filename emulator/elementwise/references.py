@@ -176,3 +176,13 @@ def dequantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray |
     """(x - zero_point) * scale, in float64, rounded once to the output type."""
     zp = 0 if zero_point is None else zero_point.astype(np.float64)
     return ((x.astype(np.float64) - zp) * scale.astype(np.float64)).astype(out)
+
+
+def relu_grad(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """X > 0 ? dY : 0 (NaN and -0 give 0)."""
+    return np.where(x > 0, dy, 0)
+
+
+def clip_grad(x: np.ndarray, dy: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    """0 where x <= Min or x >= Max (inclusive bounds), else the gradient (NaN x passes it)."""
+    return np.where((x <= lo) | (x >= hi), 0, dy)

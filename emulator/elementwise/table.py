@@ -1,7 +1,7 @@
 """The element-wise family table: one row per operator.
 
 A row says what the operator computes, once, for everything that needs it:
-- the input bind points (OutputTensor is always the output);
+- the input bind points, and the output's (``output_name``: OutputTensor but for the gradients);
 - ``float_body`` / ``int_body``: the scalar function as a Numba expression (or statements ending
   in ``return``) over ``a``, ``b``, ``c`` (the inputs) and ``p0``, ``p1`` (the operator's
   parameters),
@@ -63,6 +63,7 @@ class Row:
     loads: tuple[str, ...] = ()
     store: str | None = None
     bitwise: bool = False
+    output_name: str = "OutputTensor"
     scale_bias: bool = False
     fused: bool = False
 
@@ -81,6 +82,7 @@ class Row:
 UNARY = ("InputTensor",)
 BINARY = ("ATensor", "BTensor")
 QUANTIZED = ("InputTensor", "ScaleTensor", "ZeroPointTensor")
+GRADIENT = ("InputTensor", "InputGradientTensor")
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
 # that is not NaN where one is.
@@ -205,6 +207,12 @@ ROWS: tuple[Row, ...] = (
         "trunc_mod(a, b)", ref.trunc_mod),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR, BINARY, "floor_mod(a, b)", "floor_mod(a, b)",
         ref.floor_mod),
+    # Gradients (backward operators): the gradient passes where the forward operator was not flat.
+    Row(OP.DML_OPERATOR_ACTIVATION_RELU_GRAD, GRADIENT, "b if a > 0 else 0.0",
+        "b if a > 0 else 0", ref.relu_grad, exact32=True, output_name="OutputGradientTensor"),
+    *(Row(op, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b", None, ref.clip_grad, _clip_params,
+          exact32=True, output_name="OutputGradientTensor")
+      for op in (OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1)),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
