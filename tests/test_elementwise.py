@@ -335,3 +335,27 @@ def test_quantize_linear_per_axis_and_without_zero_point(device):
         desc(t32, (2, 4))))
     [back] = device.execute(d, [np.array([0, 2, 2, 0, 160, 0, 0, 14], np.uint8), scale, zp])
     assert back.reshape(2, 4).tolist() == [[0, 2, 2, 0], [300, -20, -20, 8]]
+
+
+UNARY_FLOAT = [r for r in ROWS if r.arity == 1 and r.float_body is not None and r.output != "cast"
+               and T.DML_TENSOR_DATA_TYPE_FLOAT16 in REGISTRY[r.operator].kernel_types]
+
+
+@pytest.mark.parametrize("row", UNARY_FLOAT, ids=lambda r: r.name)
+def test_every_float16_input(device, row):
+    """Every one of the 65,536 FLOAT16 inputs, packed, against the reference within the row's
+    bound (0: bit-exact; NaN for NaN)."""
+    x = np.arange(65536, dtype=np.uint16).view(np.float16)
+    types = {"InputTensor": T.DML_TENSOR_DATA_TYPE_FLOAT16}
+    out_type = next(t[row.output_name] for r, t in CASES if r is row and t == {
+        **types, row.output_name: t[row.output_name]})
+    dtype = np_dtype(out_type)
+    params = params_for(row, np.random.default_rng(1), out_type)
+    op = desc_of(row, {"InputTensor": tensor_desc(x),
+                       row.output_name: desc(out_type, x.shape)}, params)
+    [y] = device.execute(op, [x], [np.zeros(x.shape, dtype)])
+    want = compute(row, device.CreateOperator(op).validated.values, [x])
+    same = bits(y) == bits(want)
+    if dtype.kind == "f":
+        same |= (np.isnan(y) & np.isnan(want)) | (ulps(y, want) <= row.ulp)
+    assert same.all(), (row.name, params, x[~same][:5], y[~same][:5], want[~same][:5])
