@@ -65,6 +65,8 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             variant = "i"
         elif row.exact32 and kind_of != T.DML_TENSOR_DATA_TYPE_FLOAT64:
             variant = "f32"
+        elif row.fast32 and kind_of != T.DML_TENSOR_DATA_TYPE_FLOAT64:
+            variant = "v32"
         else:
             variant = "f64"
         if row.scale_bias and v.ScaleBias is not None:

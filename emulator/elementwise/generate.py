@@ -17,6 +17,7 @@ Each module has the scalar function(s) ``f_f`` (float tensors) and ``f_i`` (inte
 where the row allows, the chunk kernels (``VARIANTS``):
 - ``chunk_f32``: FLOAT32 and FLOAT16 computed in float32 (rows whose function is exact or one
   IEEE operation: float32 then holds the correctly rounded result for both);
+- ``chunk_v32``: FLOAT32 and FLOAT16 through the row's vectorisable ``fast32`` function;
 - ``chunk_f64``: computed in float64 and rounded once on store (FLOAT64 always; FLOAT32/16 for
   the other rows);
 - ``chunk_f64_sb``: ScaleBias applied to each input first; ``chunk_f64_act``: a fused activation
@@ -57,6 +58,7 @@ def _scalar(name: str, body: str) -> str:
 VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation, store or None)
     "f32": ("f", "load32", False, False, None),
     "f32_relu": ("f", "load32", False, False, None),
+    "v32": ("v", "load32", False, False, "store"),  # FLOAT32/16 through the row's fast32
     "f64": ("f", "load64", False, False, None),
     "f64_sb": ("f", "load64", True, False, None),
     "f64_act": ("f", "load64", False, True, None),
@@ -78,7 +80,7 @@ def variants(row: Row) -> list[str]:
         return [v for v in VARIANTS if v.startswith("cast_")]
     out = []
     if row.float_body is not None:
-        out += (["f32"] if row.exact32 else []) + ["f64"]
+        out += (["f32"] if row.exact32 else []) + (["v32"] if row.fast32 else []) + ["f64"]
         out += ["f64_sb"] if row.scale_bias else []
         out += (["f32_relu"] if row.exact32 else []) + ["f64_act"] if row.fused else []
     if row.int_body is not None:
@@ -156,6 +158,8 @@ def module_source(row: Row) -> str:
     body = ""
     if row.float_body is not None:
         body += _scalar("f_f", row.float_body)
+    if row.fast32 is not None:
+        body += _scalar("f_v", row.fast32)
     if row.int_body is not None:
         body += _scalar("f_i", row.int_body)
     for v in kinds:
@@ -167,6 +171,9 @@ def module_source(row: Row) -> str:
     imports += "from ...kernels.jit import inline\n"
     if "call_activation(" in body:
         imports += "from ...kernels.strided import call_activation\n"
+    fast = [h for h in ("exp64", "tanh64") if f"{h}(" in body]
+    if fast:
+        imports += f"from ...kernels.vmath import {', '.join(fast)}\n"
     helpers = [h for h in scalar.HELPERS if f"{h}(" in body]
     if helpers:
         imports += f"from ..scalar import {', '.join(helpers)}\n"

@@ -13,6 +13,8 @@ A row says what the operator computes, once, for everything that needs it:
 - ``params``: the operator's parameters (p0, p1) from its validated fields (None: it has none);
   the reference takes them after the inputs;
 - ``ulp``: the bound between kernel and reference for float tensors (0: bit-exact);
+- ``fast32``: for FLOAT32 and FLOAT16 tensors, a vectorisable float64 version of the function
+  (``kernels/vmath.py``: relative error below 2**-44, so within the row's 1 ULP once rounded);
 - ``exact32``: the float function is exact or one IEEE operation, so computing FLOAT32 and FLOAT16
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
 - ``output``: ``"same"`` (the output has the inputs' kind of type), ``"flag"`` (a 0/1 result in
@@ -58,6 +60,7 @@ class Row:
     reference: Callable[..., np.ndarray]
     params: Callable[[SimpleNamespace], tuple[float, ...]] | None = None
     ulp: int = 0
+    fast32: str | None = None
     exact32: bool = False
     output: str = "same"
     loads: tuple[str, ...] = ()
@@ -82,6 +85,7 @@ class Row:
 UNARY = ("InputTensor",)
 BINARY = ("ATensor", "BTensor")
 QUANTIZED = ("InputTensor", "ScaleTensor", "ZeroPointTensor")
+VMATH = {"math.exp": "exp64(a)", "math.tanh": "tanh64(a)"}  # libm function: kernels/vmath.py
 GRADIENT = ("InputTensor", "InputGradientTensor")
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
@@ -126,7 +130,7 @@ ROWS: tuple[Row, ...] = (
         "m = a if (a < p1 or p1 != p1) else p1\n"  # min(x, Max)
         "return p0 if (p0 >= m or m != m) else m",  # max(Min, that)
         None, _clip1, _clip_params, scale_bias=True, exact32=True),
-    *(Row(op, UNARY, f"{fn}(a)", None, formula, ulp=1, scale_bias=True)
+    *(Row(op, UNARY, f"{fn}(a)", None, formula, ulp=1, scale_bias=True, fast32=VMATH.get(fn))
       for op, fn, formula in (
         (OP.DML_OPERATOR_ELEMENT_WISE_ACOS, "math.acos", np.arccos),
         (OP.DML_OPERATOR_ELEMENT_WISE_ASIN, "math.asin", np.arcsin),

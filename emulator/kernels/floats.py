@@ -66,6 +66,18 @@ def bits_float(typingctx, bits):  # pragma: no cover - code generation
     return types.float32(types.uint32), codegen
 
 
+@intrinsic
+def bits_double(typingctx, bits):  # pragma: no cover - code generation
+    """The float64 whose encoding is ``bits`` (int64)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
 @inline
 def double_to_half(v):  # pragma: no cover
     """float64 → float16 bits, rounded once to nearest even (via float32 rounded to odd)."""
