@@ -382,3 +382,24 @@ def test_vectorised_float32_math_within_one_ulp(device, row):
     err = ulps(y, want)
     err[np.isnan(y) & np.isnan(want)] = 0
     assert err.max() <= 1, (row.name, x[err.argmax()], y[err.argmax()], want[err.argmax()])
+
+
+def test_integer_clip_compares_exactly_and_clamps_to_integers(device):
+    """FLOAT Min/Max on integer tensors: exact comparisons (no rounding of a 64-bit element to
+    float64), Min standing for ceil(Min) and Max for floor(Max), saturated to the type."""
+    x = np.array([-128, -3, 0, 3, 127], np.int8)
+    t = tensor_desc(x)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP_OPERATOR_DESC(
+        t, t, None, -2.5, 2.5)), [x])
+    assert y.tolist() == [-2, -2, 0, 2, 2]
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP_OPERATOR_DESC(
+        t, t, None, -1000.0, np.nan)), [x])
+    assert y.tolist() == [-128, -3, 0, 3, 127]  # below the type's range; a NaN bound loses
+    big = np.array([2**62 + 1, 2**62 - 1, -2**63], np.int64)
+    tb = tensor_desc(big)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP_OPERATOR_DESC(
+        tb, tb, None, -1e30, float(2**62))), [big])
+    assert y.tolist() == [2**62, 2**62 - 1, -2**63]
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_THRESHOLD_OPERATOR_DESC(
+        t, t, None, 0.5)), [x])
+    assert y.tolist() == [1, 1, 1, 3, 127]

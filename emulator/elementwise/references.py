@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..activations import _max
+from ..activations import _max, _min
 
 
 def wide(a: np.ndarray) -> np.ndarray:
@@ -103,9 +103,46 @@ def is_infinity(x: np.ndarray, mode: float) -> np.ndarray:
     return np.isinf(x) & (((x > 0) & (mode == 1)) | ((x < 0) & (mode == 2)) | (mode == 0))
 
 
+def _exact(x: np.ndarray, f: Any) -> np.ndarray:
+    """f(v) for every element as a Python int (exact comparisons with floats), back in x's
+    type."""
+    return np.array([f(int(v)) for v in x.ravel()], x.dtype).reshape(x.shape)
+
+
+def _ceil_into(dtype: np.dtype, f: float) -> int:
+    """The smallest value of the integer type that is >= f, saturated."""
+    info = np.iinfo(dtype)
+    if f != f:
+        return 0  # unused: a NaN bound loses
+    return info.max if f >= info.max else info.min if f <= info.min else math.ceil(f)
+
+
+def _floor_into(dtype: np.dtype, f: float) -> int:
+    info = np.iinfo(dtype)
+    if f != f:
+        return 0  # unused: a NaN bound loses
+    return info.max if f >= info.max else info.min if f <= info.min else math.floor(f)
+
+
+def clip(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    """CLIP's formula, min(Max, max(Min, x)), with Direct3D's max and min; for integers, compared
+    exactly, Min standing for ceil(Min) and Max for floor(Max) (saturated)."""
+    if x.dtype.kind == "f":
+        return _min(hi, _max(lo, x))
+    lo_i, hi_i = _ceil_into(x.dtype, lo), _floor_into(x.dtype, hi)
+
+    def one(v: int) -> int:
+        m = v if (lo != lo or v >= lo) else lo_i
+        return m if (hi != hi or m <= hi) else hi_i
+    return _exact(x, one)
+
+
 def threshold(x: np.ndarray, lo: Any) -> np.ndarray:
-    """max(x, Min) with Direct3D's max."""
-    return _max(x, lo)
+    """max(x, Min) with Direct3D's max (for integers: exact, Min standing for ceil(Min))."""
+    if x.dtype.kind == "f":
+        return _max(x, lo)
+    lo_i = _ceil_into(x.dtype, lo)
+    return _exact(x, lambda v: v if (lo != lo or v >= lo) else lo_i)
 
 
 def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -180,9 +217,13 @@ def dequantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray |
 
 def relu_grad(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     """X > 0 ? dY : 0 (NaN and -0 give 0)."""
-    return np.where(x > 0, dy, 0)
+    return np.where(x > 0, dy, dy.dtype.type(0))
 
 
 def clip_grad(x: np.ndarray, dy: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
-    """0 where x <= Min or x >= Max (inclusive bounds), else the gradient (NaN x passes it)."""
-    return np.where((x <= lo) | (x >= hi), 0, dy)
+    """0 where x <= Min or x >= Max (inclusive bounds), else the gradient (a NaN x or bound
+    passes it); integers compared exactly with the FLOAT bounds."""
+    if x.dtype.kind == "f":
+        return np.where((x <= lo) | (x >= hi), 0, dy)
+    flat = _exact(x, lambda v: int(v <= lo or v >= hi)).astype(bool)
+    return np.where(flat, dy.dtype.type(0), dy)

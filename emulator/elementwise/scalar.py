@@ -13,8 +13,9 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+# The names a row's body may call (generate.py imports what it uses).
 HELPERS = ("trunc_div", "trunc_mod", "floor_mod", "shift_left", "shift_right", "popcount",
-           "round_mode")  # the names a row's body may call (generate.py imports what it uses)
+           "round_mode", "at_least", "at_most", "ceil_into", "floor_into")
 
 
 def _signed(t: types.Type) -> bool:
@@ -162,4 +163,102 @@ def _round_mode(a, mode):  # pragma: no cover - typing
         if mode == 2 and abs(a - t) >= 0.5:  # a - t is exact: the fraction of a
             t += math.copysign(1.0, a)
         return t
+    return impl
+
+
+# An integer tensor's element against a FLOAT attribute (CLIP's Min and Max, THRESHOLD's Min):
+# compared exactly (a 64-bit integer converted to float64 would round), and a bound that is not
+# an integer stands for the nearest integer inside the interval (ceil for a lower bound, floor
+# for an upper one), saturated to the tensor's type. A NaN bound loses, as in Direct3D's max/min.
+
+
+def _range(t: types.Integer) -> tuple[float, float, int, int]:
+    """(2**k just above the type's maximum, its minimum as a float, minimum, maximum)."""
+    bits = int(t.bitwidth)  # type: ignore[attr-defined]
+    if _signed(t):
+        return 2.0 ** (bits - 1), -(2.0 ** (bits - 1)), -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return 2.0 ** bits, 0.0, 0, 2 ** bits - 1
+
+
+def at_least(x, f):  # pragma: no cover - replaced by the overload
+    """x >= f exactly, for an integer x and a float f; True for a NaN f."""
+    raise NotImplementedError
+
+
+def at_most(x, f):  # pragma: no cover - replaced by the overload
+    """x <= f exactly; True for a NaN f."""
+    raise NotImplementedError
+
+
+def ceil_into(x, f):  # pragma: no cover - replaced by the overload
+    """The smallest value of x's type that is >= f (its maximum if none); x for a NaN f."""
+    raise NotImplementedError
+
+
+def floor_into(x, f):  # pragma: no cover - replaced by the overload
+    """The largest value of x's type that is <= f (its minimum if none); x for a NaN f."""
+    raise NotImplementedError
+
+
+@overload(at_least, inline="always")
+def _at_least(x, f):  # pragma: no cover - typing
+    top, bottom, _, _ = _range(x)
+    cast = getattr(np, x.name)
+
+    def impl(x, f):
+        if f != f or f <= bottom:
+            return True
+        c = np.ceil(f)
+        if c >= top:
+            return False
+        return x >= cast(c)
+    return impl
+
+
+@overload(at_most, inline="always")
+def _at_most(x, f):  # pragma: no cover - typing
+    top, bottom, _, _ = _range(x)
+    cast = getattr(np, x.name)
+
+    def impl(x, f):
+        if f != f or f >= top:
+            return True
+        if f < bottom:
+            return False
+        return x <= cast(np.floor(f))
+    return impl
+
+
+@overload(ceil_into, inline="always")
+def _ceil_into(x, f):  # pragma: no cover - typing
+    top, bottom, lo, hi = _range(x)
+    cast = getattr(np, x.name)
+    lo_c, hi_c = cast(lo), cast(hi)
+
+    def impl(x, f):
+        if f != f:
+            return x
+        c = np.ceil(f)
+        if c >= top:
+            return hi_c
+        if c <= bottom:
+            return lo_c
+        return cast(c)
+    return impl
+
+
+@overload(floor_into, inline="always")
+def _floor_into(x, f):  # pragma: no cover - typing
+    top, bottom, lo, hi = _range(x)
+    cast = getattr(np, x.name)
+    lo_c, hi_c = cast(lo), cast(hi)
+
+    def impl(x, f):
+        if f != f:
+            return x
+        if f >= top:
+            return hi_c
+        if f < bottom:
+            return lo_c
+        return cast(np.floor(f))
     return impl

@@ -98,11 +98,6 @@ def _clip_params(v: SimpleNamespace) -> tuple[float, float]:
     return float(v.Min), float(v.Max)
 
 
-def _clip(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
-    """CLIP's formula: min(Max, max(Min, x))."""
-    return _min(hi, _max(lo, x))
-
-
 def _clip1(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
     """CLIP1's formula (sdk-api's page): max(Min, min(x, Max))."""
     return _max(lo, _min(x, hi))
@@ -125,7 +120,9 @@ ROWS: tuple[Row, ...] = (
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP, UNARY,
         "m = p0 if (p0 >= a or a != a) else a\n"  # max(Min, x)
         "return p1 if (p1 < m or m != m) else m",  # min(Max, that)
-        None, _clip, _clip_params, scale_bias=True, exact32=True),
+        "m = a if at_least(a, p0) else ceil_into(a, p0)\n"  # integers: exact, Min as ceil(Min)
+        "return m if at_most(m, p1) else floor_into(a, p1)",
+        ref.clip, _clip_params, scale_bias=True, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP1, UNARY,
         "m = a if (a < p1 or p1 != p1) else p1\n"  # min(x, Max)
         "return p0 if (p0 >= m or m != m) else m",  # max(Min, that)
@@ -157,8 +154,9 @@ ROWS: tuple[Row, ...] = (
         scale_bias=True, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW, UNARY, "math.pow(a, p0)", None, ref.pow_,
         lambda v: (float(v.Exponent),), ulp=1, scale_bias=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, UNARY, D3D_MAX.replace("b", "p0"), None,
-        ref.threshold, lambda v: (float(v.Min),), scale_bias=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, UNARY, D3D_MAX.replace("b", "p0"),
+        "a if at_least(a, p0) else ceil_into(a, p0)", ref.threshold,
+        lambda v: (float(v.Min),), scale_bias=True, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_SIGN, UNARY, "1.0 if a > 0 else (-1.0 if a < 0 else 0.0)",
         "1 if a > 0 else (-1 if a < 0 else 0)", ref.sign, exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_ROUND, UNARY, "round_mode(a, p0)", None, ref.round_mode,
@@ -213,10 +211,12 @@ ROWS: tuple[Row, ...] = (
         ref.floor_mod),
     # Gradients (backward operators): the gradient passes where the forward operator was not flat.
     Row(OP.DML_OPERATOR_ACTIVATION_RELU_GRAD, GRADIENT, "b if a > 0 else 0.0",
-        "b if a > 0 else 0", ref.relu_grad, exact32=True, output_name="OutputGradientTensor"),
-    *(Row(op, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b", None, ref.clip_grad, _clip_params,
-          exact32=True, output_name="OutputGradientTensor")
-      for op in (OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1)),
+        "b if a > 0 else b - b", ref.relu_grad, exact32=True, output_name="OutputGradientTensor"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b",
+        "b - b if ((p0 == p0 and at_most(a, p0)) or (p1 == p1 and at_least(a, p1))) else b",
+        ref.clip_grad, _clip_params, exact32=True, output_name="OutputGradientTensor"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b",
+        None, ref.clip_grad, _clip_params, exact32=True, output_name="OutputGradientTensor"),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),

@@ -16,7 +16,7 @@ def f_f(a, b, c, p0, p1):  # pragma: no cover
 
 @inline
 def f_i(a, b, c, p0, p1):  # pragma: no cover
-    return b if a > 0 else 0
+    return b if a > 0 else b - b
 
 
 def chunk_f32(  # pragma: no cover - compiled
