@@ -204,11 +204,13 @@ def floats(cases):
     return [(r, t) for r, t in cases if t[r.output_name] in FLOAT_TYPES]
 
 
-SB_CASES = floats((r, t) for r, t in CASES if r.scale_bias)
+SB_CASES = [(r, t) for r, t in CASES if r.scale_bias]
 
 
 @pytest.mark.parametrize("row,types", SB_CASES, ids=[combo_id(r, t) for r, t in SB_CASES])
 def test_scale_bias_applies_to_the_input_first(device, row, types):
+    """Float tensors: one rounding of f(x·Scale + Bias); integer tensors: that value converted as
+    CAST converts."""
     rng = np.random.default_rng(zlib.crc32(combo_id(row, types).encode()))
     for sb in (DML_SCALE_BIAS(2.0, 10.0), DML_SCALE_BIAS(-0.5, 0.25), DML_SCALE_BIAS(0.0, -0.0)):
         run_case(device, rng, row, types, scale_bias=sb)
@@ -263,13 +265,16 @@ def test_broadcast_row_and_column(device):
         assert np.array_equal(y, a + b)
 
 
-def test_scale_bias_on_integers_is_valid_but_not_executable():
-    d = desc(T.DML_TENSOR_DATA_TYPE_INT32, (4,))
-    dev = DMLCreateDevice1()
-    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(
-        d, d, DML_SCALE_BIAS(2.0, 1.0))))
-    with pytest.raises(DMLError, match="ScaleBias on integer tensors is not executable yet"):
-        dev.CompileOperator(op)
+def test_scale_bias_on_integers_converts_as_cast(device):
+    """x·Scale + Bias in float64, the function, then toward zero and saturated (as CAST)."""
+    x = np.array([1, -3, 2**31 - 1, 3], np.int32)
+    t = tensor_desc(x)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(
+        t, t, DML_SCALE_BIAS(2.0, 1.0))), [x])
+    assert y.tolist() == [3, -5, 2**31 - 1, 7]
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ABS_OPERATOR_DESC(
+        t, t, DML_SCALE_BIAS(-0.5, 0.0))), [x])
+    assert y.tolist() == [0, 1, 1073741823, 1]
 
 
 def test_every_row_is_tested():

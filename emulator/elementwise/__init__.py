@@ -1,5 +1,5 @@
 """The element-wise family: every operator is a row of ``table.ROWS``; this module turns a row into
-the operator module the registry expects (KERNEL_TYPES, validate, unsupported, plan, reference).
+the operator module the registry expects (KERNEL_TYPES, validate, plan, reference).
 
 Data flow of one dispatch: the plan (``plan.py``) views each bound tensor in its storage type and
 has ``kernels/strided.py``'s parallel driver call the row's generated chunk kernel
@@ -24,6 +24,7 @@ from ..kernels.strided import activation_address
 from ..ops.activation import check_fused
 from ..ops.common import ieee_reference
 from ..validation import Context
+from . import references as ref
 from .plan import BITS, FLOAT_TYPES, INT_TYPES, STORAGE, ElementWisePlan
 from .table import BY_OPERATOR, ROWS, Row
 
@@ -36,13 +37,6 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     def validate(ctx: Context, v: SimpleNamespace) -> None:
         v.fused = check_fused(ctx, v.FusedActivation) if row.fused else None
-
-    def unsupported(v: SimpleNamespace) -> str | None:
-        """Why a valid desc cannot run here, beyond its data types (None: it can)."""
-        if row.scale_bias and v.ScaleBias is not None and \
-                getattr(v, row.output_name).data_type not in FLOAT_TYPES:
-            return "ScaleBias on integer tensors is not executable yet"
-        return None
 
     def plan(v: SimpleNamespace) -> ElementWisePlan:
         out = getattr(v, row.output_name)
@@ -70,8 +64,8 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         else:
             variant = "f64"
         if row.scale_bias and v.ScaleBias is not None:
-            variant, p2, p3 = "f64_sb", v.ScaleBias.Scale, v.ScaleBias.Bias
-            storage = STORAGE
+            variant = "f64_sb" if kind_of in FLOAT_TYPES else "i_sb"
+            p2, p3, storage = v.ScaleBias.Scale, v.ScaleBias.Bias, STORAGE
         if row.fused and v.fused is not None:
             act, (p0, p1) = v.fused
             if variant == "f32" and act.kind == RELU:
@@ -90,7 +84,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     return SimpleNamespace(
         __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
-        KERNEL_TYPES=kernel_types, ROW=row, validate=validate, unsupported=unsupported,
+        KERNEL_TYPES=kernel_types, ROW=row, validate=validate,
         plan=plan, reference=reference)
 
 
@@ -125,6 +119,9 @@ def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype
         if row.output == "flag":
             return y.astype(out_dtype)
         return y.astype(f"u{out_dtype.itemsize}").view(out_dtype)
+    if arrays[-1].dtype.kind != "f" and row.scale_bias and v.ScaleBias is not None:
+        x = arrays[0].astype(np.float64) * v.ScaleBias.Scale + v.ScaleBias.Bias
+        return ref.cast(np.asarray(row.reference(x, *params), np.float64), out_dtype)
     if arrays[-1].dtype.kind == "f":
         xs = [a.astype(np.float64) for a in arrays]
         if row.scale_bias and v.ScaleBias is not None:

@@ -23,7 +23,8 @@ where the row allows, the chunk kernels (``VARIANTS``):
 - ``chunk_f64_sb``: ScaleBias applied to each input first; ``chunk_f64_act``: a fused activation
   applied to the result, through a float64 buffer; ``chunk_f32_relu``: a fused RELU in the loop,
   for the float32 rows (RELU commutes with rounding, so this is the float64 result rounded once);
-- ``chunk_i``: integer tensors, computed in their type (C's wrapping arithmetic);
+- ``chunk_i``: integer tensors, computed in their type (C's wrapping arithmetic); ``chunk_i_sb``:
+  integer tensors with ScaleBias, computed in float64 and converted as CAST converts;
 - ``chunk_cast_ff32`` / ``_ff64`` / ``_fi32`` / ``_fi64`` / ``_if`` / ``_ii``: CAST by (input,
   output) kind, loading FLOAT32/16 as float32 and FLOAT64 as float64, the store converting
   (floats rounded once, to integers truncated and saturated, integers wrapped).
@@ -63,6 +64,8 @@ VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation
     "f64_sb": ("f", "load64", True, False, None),
     "f64_act": ("f", "load64", False, True, None),
     "i": ("i", "", False, False, None),
+    # ScaleBias on an integer tensor: float64 arithmetic, then converted as CAST converts.
+    "i_sb": ("f", "as64", True, False, "store_saturated"),
     # CAST, by (input kind, output kind): the store does the conversion.
     "cast_ff32": ("f", "load32", False, False, "store"),  # from FLOAT32/16
     "cast_ff64": ("f", "load64", False, False, "store"),  # from FLOAT64
@@ -82,6 +85,7 @@ def variants(row: Row) -> list[str]:
     if row.float_body is not None:
         out += (["f32"] if row.exact32 else []) + (["v32"] if row.fast32 else []) + ["f64"]
         out += ["f64_sb"] if row.scale_bias else []
+        out += ["i_sb"] if row.scale_bias and row.int_body is not None else []
         out += (["f32_relu"] if row.exact32 else []) + ["f64_act"] if row.fused else []
     if row.int_body is not None:
         out.append("i")
@@ -104,6 +108,8 @@ def _chunk(row: Row, variant: str) -> str:
         how = how or fam
         if how == "i":
             return f"{a}[{i}]"
+        if load == "as64":
+            return f"np.float64({a}[{i}])"
         return f"{load or 'load64'}({a}, {i})"
 
     def value(index: dict[str, str]) -> str:
