@@ -118,8 +118,15 @@ def params_for(row, rng, dt) -> dict:
     fields = {f.name: f for f in SCHEMA[row.operator].fields}
     out: dict = {}
     if "Min" in fields and "MinMaxDataType" in fields:  # CLIP1: scalar unions of the output type
-        lo, hi = sorted(rng.standard_normal(2) * 3)
-        out.update(MinMaxDataType=dt, Min=float(lo), Max=float(hi))
+        if dt in FLOAT_TYPES:
+            lo, hi = sorted(rng.standard_normal(2) * 3)
+            out.update(MinMaxDataType=dt, Min=float(lo), Max=float(hi))
+        else:  # exact integers of the type, its extremes included
+            info = np.iinfo(np_dtype(dt))
+            picks = [info.min, info.max, 0, 1, info.max - 1, info.min + 1,
+                     *rng.integers(info.min, info.max, 4, endpoint=True, dtype=np_dtype(dt))]
+            lo, hi = sorted(int(p) for p in rng.choice(np.array(picks, np_dtype(dt)), 2))
+            out.update(MinMaxDataType=dt, Min=lo, Max=hi)
     elif "Min" in fields and "Max" in fields:
         lo, hi = sorted(rng.standard_normal(2) * 3)
         out.update(Min=float(lo), Max=float(hi))
@@ -408,3 +415,18 @@ def test_integer_clip_compares_exactly_and_clamps_to_integers(device):
     [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_THRESHOLD_OPERATOR_DESC(
         t, t, None, 0.5)), [x])
     assert y.tolist() == [1, 1, 1, 3, 127]
+
+
+def test_clip1_integer_bounds_are_exact_at_64_bits(device):
+    """CLIP1's bounds are integers of the tensor's type: exact beyond 2**53 and above 2**63."""
+    x = np.array([0, 2**63 + 4, 2**63 + 6, 2**64 - 1], np.uint64)
+    t = tensor_desc(x)
+    u64 = T.DML_TENSOR_DATA_TYPE_UINT64
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP1_OPERATOR_DESC(
+        t, t, None, u64, 2**63 + 5, 2**64 - 2)), [x])
+    assert y.tolist() == [2**63 + 5, 2**63 + 5, 2**63 + 6, 2**64 - 2]
+    i = np.array([2**60 + 1, -(2**60) - 1], np.int64)
+    ti = tensor_desc(i)
+    [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP1_OPERATOR_DESC(
+        ti, ti, None, T.DML_TENSOR_DATA_TYPE_INT64, -(2**60), 2**60)), [i])
+    assert y.tolist() == [2**60, -(2**60)]

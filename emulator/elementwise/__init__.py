@@ -63,6 +63,9 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             variant = "v32"
         else:
             variant = "f64"
+        if variant == "i" and row.int_params is not None:  # exact integers, as int64 bits
+            kind, aux = (int(q) - (1 << 64) if q >= 1 << 63 else int(q)
+                         for q in row.int_params(v))
         if row.scale_bias and v.ScaleBias is not None:
             variant = "f64_sb" if kind_of in FLOAT_TYPES else "i_sb"
             p2, p3, storage = v.ScaleBias.Scale, v.ScaleBias.Bias, STORAGE
@@ -131,4 +134,5 @@ def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype
             act, p = v.fused
             y = ACTIVATIONS[act.operator].reference(y, *p[: len(act.params)])
         return y.astype(out_dtype)
-    return np.asarray(row.reference(*arrays, *params)).astype(out_dtype)
+    ints = row.param_values(v, integers=True)
+    return np.asarray(row.reference(*arrays, *ints)).astype(out_dtype)

@@ -117,7 +117,8 @@ def _chunk(row: Row, variant: str) -> str:
         if sb:
             loaded = [f"{v} * p2 + p3" for v in loaded]
         loaded += ["0"] * (3 - row.arity)
-        v = f"f_{fam}({', '.join(loaded)}, p0, p1)"
+        params = "kind, aux" if fam == "i" and row.int_params is not None else "p0, p1"
+        v = f"f_{fam}({', '.join(loaded)}, {params})"
         return f"relu({v})" if variant == "f32_relu" else v
 
     if store_fn is None:

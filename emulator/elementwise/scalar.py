@@ -15,7 +15,7 @@ from numba.extending import overload
 
 # The names a row's body may call (generate.py imports what it uses).
 HELPERS = ("trunc_div", "trunc_mod", "floor_mod", "shift_left", "shift_right", "popcount",
-           "round_mode", "at_least", "at_most", "ceil_into", "floor_into")
+           "round_mode", "at_least", "at_most", "ceil_into", "floor_into", "as_type")
 
 
 def _signed(t: types.Type) -> bool:
@@ -262,3 +262,14 @@ def _floor_into(x, f):  # pragma: no cover - typing
             return lo_c
         return cast(np.floor(f))
     return impl
+
+
+def as_type(x, v):  # pragma: no cover - replaced by the overload
+    """The int64 ``v`` (an integer parameter, its bits for a UINT64 above 2**63) in x's type."""
+    raise NotImplementedError
+
+
+@overload(as_type, inline="always")
+def _as_type(x, v):  # pragma: no cover - typing
+    cast = getattr(np, x.name)
+    return lambda x, v: cast(v)

@@ -12,6 +12,8 @@ A row says what the operator computes, once, for everything that needs it:
   the tensor's own type for integers);
 - ``params``: the operator's parameters (p0, p1) from its validated fields (None: it has none);
   the reference takes them after the inputs;
+- ``int_params``: for integer tensors, the parameters as exact integers (CLIP1's 64-bit union
+  bounds), passed to the integer body instead of ``params``' floats;
 - ``ulp``: the bound between kernel and reference for float tensors (0: bit-exact);
 - ``fast32``: for FLOAT32 and FLOAT16 tensors, a vectorisable float64 version of the function
   (``kernels/vmath.py``: relative error below 2**-44, so within the row's 1 ULP once rounded);
@@ -59,6 +61,7 @@ class Row:
     int_body: str | None
     reference: Callable[..., np.ndarray]
     params: Callable[[SimpleNamespace], tuple[float, ...]] | None = None
+    int_params: Callable[[SimpleNamespace], tuple[int, ...]] | None = None
     ulp: int = 0
     fast32: str | None = None
     exact32: bool = False
@@ -78,7 +81,10 @@ class Row:
     def arity(self) -> int:
         return len(self.inputs)
 
-    def param_values(self, v: SimpleNamespace) -> tuple[float, ...]:
+    def param_values(self, v: SimpleNamespace, integers: bool = False) -> tuple[float, ...]:
+        """The parameters (p0, p1); ``integers``: for an integer tensor (int_params if any)."""
+        if integers and self.int_params is not None:
+            return self.int_params(v)
         return self.params(v) if self.params is not None else ()
 
 
@@ -96,6 +102,10 @@ D3D_MIN = "(a if (a < b or b != b) else b)"
 
 def _clip_params(v: SimpleNamespace) -> tuple[float, float]:
     return float(v.Min), float(v.Max)
+
+
+def _int_bounds(v: SimpleNamespace) -> tuple[int, int]:
+    return int(v.Min), int(v.Max)
 
 
 def _clip1(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
@@ -126,7 +136,9 @@ ROWS: tuple[Row, ...] = (
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP1, UNARY,
         "m = a if (a < p1 or p1 != p1) else p1\n"  # min(x, Max)
         "return p0 if (p0 >= m or m != m) else m",  # max(Min, that)
-        None, _clip1, _clip_params, scale_bias=True, exact32=True),
+        "lo = as_type(a, p0)\nhi = as_type(a, p1)\nm = a if a < hi else hi\n"
+        "return lo if lo >= m else m",
+        _clip1, _clip_params, int_params=_int_bounds, scale_bias=True, exact32=True),
     *(Row(op, UNARY, f"{fn}(a)", None, formula, ulp=1, scale_bias=True, fast32=VMATH.get(fn))
       for op, fn, formula in (
         (OP.DML_OPERATOR_ELEMENT_WISE_ACOS, "math.acos", np.arccos),
@@ -216,7 +228,9 @@ ROWS: tuple[Row, ...] = (
         "b - b if ((p0 == p0 and at_most(a, p0)) or (p1 == p1 and at_least(a, p1))) else b",
         ref.clip_grad, _clip_params, exact32=True, output_name="OutputGradientTensor"),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b",
-        None, ref.clip_grad, _clip_params, exact32=True, output_name="OutputGradientTensor"),
+        "lo = as_type(a, p0)\nhi = as_type(a, p1)\nreturn b - b if (a <= lo or a >= hi) else b",
+        ref.clip_grad, _clip_params, int_params=_int_bounds, exact32=True,
+        output_name="OutputGradientTensor"),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
