@@ -430,3 +430,21 @@ def test_clip1_integer_bounds_are_exact_at_64_bits(device):
     [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_CLIP1_OPERATOR_DESC(
         ti, ti, None, T.DML_TENSOR_DATA_TYPE_INT64, -(2**60), 2**60)), [i])
     assert y.tolist() == [2**60, -(2**60)]
+
+
+def test_pow_integer_and_mixed_types(device):
+    """Two integer tensors: exact (wrapping) powers, negative exponents toward zero; an integer
+    base with a float exponent: float64 pow converted as CAST; a float base with an integer
+    exponent: float64 pow rounded once."""
+    def pow_(x, e, out_dtype):
+        [y] = device.execute(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_POW_OPERATOR_DESC(
+            tensor_desc(x), tensor_desc(e), tensor_desc(np.zeros(x.shape, out_dtype)))), [x, e])
+        return y.tolist()
+    x = np.array([3, -2, 1, -1, -1, 0, 2, 7], np.int32)
+    e = np.array([4, 3, -5, -3, -2, -1, 31, 40], np.int32)
+    assert pow_(x, e, np.int32) == [81, -8, 1, -1, 1, 0, -2**31, 7**40 % 2**32 - 2**32
+                                    if 7**40 % 2**32 >= 2**31 else 7**40 % 2**32]
+    assert pow_(np.array([2, 4, -8], np.int8), np.array([0.5, 10.0, 1 / 3], np.float32),
+                np.int8) == [1, 127, 0]  # sqrt(2) → 1; 4**10 saturates; (-8)**(1/3) is NaN → 0
+    assert pow_(np.array([2.0, -2.0], np.float32), np.array([-1, 3], np.int8),
+                np.float32) == [0.5, -8.0]

@@ -47,7 +47,14 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         p0, p1 = (*row.param_values(v), 0.0, 0.0)[:2]
         p2, p3, kind, aux = 1.0, 0.0, 0, 0
         storage = STORAGE
-        if row.output == "cast":
+        if row.output == "pow":
+            kinds = "".join("f" if getattr(v, n).data_type in FLOAT_TYPES else "i"
+                            for n in row.inputs)
+            sb = "_sb" if v.ScaleBias is not None else ""
+            variant = f"pow_{kinds}{sb}"
+            if sb:
+                p2, p3 = v.ScaleBias.Scale, v.ScaleBias.Bias
+        elif row.output == "cast":
             src = v.InputTensor.data_type
             variant = "cast_" + "".join("f" if t in FLOAT_TYPES else "i" for t in (
                 src, out.data_type))
@@ -66,7 +73,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         if variant == "i" and row.int_params is not None:  # exact integers, as int64 bits
             kind, aux = (int(q) - (1 << 64) if q >= 1 << 63 else int(q)
                          for q in row.int_params(v))
-        if row.scale_bias and v.ScaleBias is not None:
+        if row.scale_bias and v.ScaleBias is not None and row.output != "pow":
             variant = "f64_sb" if kind_of in FLOAT_TYPES else "i_sb"
             p2, p3, storage = v.ScaleBias.Scale, v.ScaleBias.Bias, STORAGE
         if row.fused and v.fused is not None:
@@ -94,7 +101,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 def _kernel_types(row: Row) -> tuple[T, ...]:
     """The data types the row's kernels handle, for any of its tensors (validation has already
     tied the tensors' types together as the page says)."""
-    if row.bitwise or row.loads or row.output == "cast":
+    if row.bitwise or row.loads or row.output in ("cast", "pow"):
         return FLOAT_TYPES + INT_TYPES
     out: tuple[T, ...] = FLOAT_TYPES if row.float_body is not None else ()
     if row.int_body is not None or row.output == "flag":  # a flag is written to an integer
@@ -112,7 +119,24 @@ def compute(row: Row, v: SimpleNamespace, arrays: list[np.ndarray | None]) -> np
     params = row.param_values(v)
     if row.output == "cast" or row.loads:  # tensors of different kinds: the reference converts
         return np.asarray(row.reference(*arrays, *params, out_dtype))
+    if row.output == "pow":
+        return _pow(row, v, cast(list[np.ndarray], arrays), out_dtype)
     return _same_kind(row, v, cast(list[np.ndarray], arrays), out_dtype, params)
+
+
+def _pow(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
+    """POW: two integer tensors exactly; else float64 (ScaleBias on the base), rounded once to a
+    float output or converted as CAST converts to an integer one."""
+    base, exponent = arrays
+    if base.dtype.kind in "iu" and exponent.dtype.kind in "iu" and v.ScaleBias is None:
+        y = row.reference(base, exponent)
+        return np.array([int(q) % (1 << 64) for q in y.ravel()], np.uint64).reshape(
+            y.shape).astype(out_dtype)  # the low bits, as the store keeps them
+    x = base.astype(np.float64)
+    if v.ScaleBias is not None:
+        x = x * v.ScaleBias.Scale + v.ScaleBias.Bias
+    y = np.asarray(row.reference(x, exponent.astype(np.float64)), np.float64)
+    return y.astype(out_dtype) if out_dtype.kind == "f" else ref.cast(y, out_dtype)
 
 
 def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype: np.dtype,

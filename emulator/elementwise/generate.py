@@ -74,6 +74,16 @@ VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation
     "cast_if": ("i", "", False, False, "store"),
     "cast_ii": ("i", "", False, False, "store_int"),
 }
+# POW: the base and the exponent each a float or an integer tensor (pow_<base><exponent>[_sb]).
+# Two integers: exact integer power; otherwise float64 pow, stored rounded once (a float base)
+# or converted as CAST converts (an integer base). ScaleBias applies to the base only.
+for _b in "fi":
+    for _e in "fi":
+        for _sb in ("", "_sb"):
+            _ints = _b == _e == "i" and not _sb
+            VARIANTS[f"pow_{_b}{_e}{_sb}"] = (
+                "i" if _ints else "f", f"mixed:{_b}{_e}", bool(_sb), False,
+                "store_int" if _ints else "store" if _b == "f" else "store_saturated")
 ARGS = "x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux"
 
 
@@ -81,6 +91,8 @@ def variants(row: Row) -> list[str]:
     """The chunk kernels a row has (kernels/strided.py calls them)."""
     if row.output == "cast":
         return [v for v in VARIANTS if v.startswith("cast_")]
+    if row.output == "pow":
+        return [v for v in VARIANTS if v.startswith("pow_")]
     out = []
     if row.float_body is not None:
         out += (["f32"] if row.exact32 else []) + (["v32"] if row.fast32 else []) + ["f64"]
@@ -104,6 +116,10 @@ def _chunk(row: Row, variant: str) -> str:
     out += ["    m = np.uint64(n)"]
 
     def read(k: int, a: str, i: str) -> str:
+        if load.startswith("mixed:"):  # each input's kind from the variant's name
+            if fam == "i":
+                return f"{a}[{i}]"
+            return f"load64({a}, {i})" if load[6 + k] == "f" else f"np.float64({a}[{i}])"
         how = row.loads[k] if row.loads else ""
         how = how or fam
         if how == "i":
@@ -114,8 +130,8 @@ def _chunk(row: Row, variant: str) -> str:
 
     def value(index: dict[str, str]) -> str:
         loaded = [read(k, a, index[a]) for k, a in enumerate(ins)]
-        if sb:
-            loaded = [f"{v} * p2 + p3" for v in loaded]
+        if sb:  # ScaleBias: on the first input (the only one but for POW's base)
+            loaded[0] = f"{loaded[0]} * p2 + p3"
         loaded += ["0"] * (3 - row.arity)
         params = "kind, aux" if fam == "i" and row.int_params is not None else "p0, p1"
         v = f"f_{fam}({', '.join(loaded)}, {params})"

@@ -173,8 +173,18 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def pow_(x: np.ndarray, e: Any) -> np.ndarray:
-    """C's pow: a negative base with a non-integral exponent gives NaN."""
+    """C's pow: a negative base with a non-integral exponent gives NaN. Two integer tensors: the
+    exact power modulo the width, 1/x**|e| toward zero for a negative exponent (0 for x = 0)."""
+    if isinstance(e, np.ndarray) and x.dtype.kind in "iu" and e.dtype.kind in "iu":
+        return np.array([_int_pow(int(a), int(b)) for a, b in zip(x.ravel(), e.ravel())],
+                        dtype=object).reshape(x.shape)
     return np.power(x, e)
+
+
+def _int_pow(a: int, e: int) -> int:
+    if e < 0:
+        return 1 if a == 1 else (1 if e % 2 == 0 else -1) if a == -1 else 0
+    return pow(a, e, 1 << 64)
 
 
 def if_(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from numba.extending import overload
 
 # The names a row's body may call (generate.py imports what it uses).
 HELPERS = ("trunc_div", "trunc_mod", "floor_mod", "shift_left", "shift_right", "popcount",
-           "round_mode", "at_least", "at_most", "ceil_into", "floor_into", "as_type")
+           "round_mode", "at_least", "at_most", "ceil_into", "floor_into", "as_type", "int_pow")
 
 
 def _signed(t: types.Type) -> bool:
@@ -273,3 +273,37 @@ def as_type(x, v):  # pragma: no cover - replaced by the overload
 def _as_type(x, v):  # pragma: no cover - typing
     cast = getattr(np, x.name)
     return lambda x, v: cast(v)
+
+
+def int_pow(a, e):  # pragma: no cover - replaced by the overload
+    """a ** e for integers, exact modulo the type's width (squaring with wrapping multiplication;
+    the store keeps the width). A negative exponent gives 1/a**|e| toward zero: 1 for a = 1,
+    ±1 for a = -1, else 0 (0 for a = 0, as integer division by 0)."""
+    raise NotImplementedError
+
+
+@overload(int_pow, inline="always")
+def _int_pow(a, e):  # pragma: no cover - typing
+    signed_base = _signed(a)
+    wide = np.int64 if signed_base else np.uint64
+    exp_wide = np.int64 if _signed(e) else np.uint64
+
+    def impl(a, e):
+        x = wide(a)
+        n = exp_wide(e)
+        one = wide(1)
+        bit = exp_wide(1)
+        if n < exp_wide(0):
+            if x == one:
+                return one
+            if signed_base and x == wide(-1):
+                return one if (n & bit) == exp_wide(0) else x
+            return x - x
+        result = one
+        while n != exp_wide(0):
+            if (n & bit) != exp_wide(0):
+                result = result * x
+            x = x * x
+            n = n >> bit
+        return result
+    return impl

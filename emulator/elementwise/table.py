@@ -20,7 +20,8 @@ A row says what the operator computes, once, for everything that needs it:
 - ``exact32``: the float function is exact or one IEEE operation, so computing FLOAT32 and FLOAT16
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
 - ``output``: ``"same"`` (the output has the inputs' kind of type), ``"flag"`` (a 0/1 result in
-  an integer output: comparisons, IS_NAN …) or ``"cast"`` (any type to any: CAST);
+  an integer output: comparisons, IS_NAN …), ``"cast"`` (any type to any: CAST) or ``"pow"``
+  (POW: a float or integer base with a float or integer exponent);
 - ``loads`` / ``store``: for operators whose tensors are of different kinds (QUANTIZE_LINEAR's
   float input, float scale and integer zero point): how each input is read (``"f"`` as a float,
   ``"i"`` as an integer, ``""`` as the computation's kind) and which store writes the result
@@ -231,6 +232,8 @@ ROWS: tuple[Row, ...] = (
         "lo = as_type(a, p0)\nhi = as_type(a, p1)\nreturn b - b if (a <= lo or a >= hi) else b",
         ref.clip_grad, _clip_params, int_params=_int_bounds, exact32=True,
         output_name="OutputGradientTensor"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_POW, ("InputTensor", "ExponentTensor"), "math.pow(a, b)",
+        "int_pow(a, b)", ref.pow_, ulp=1, scale_bias=True, output="pow"),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
