@@ -141,8 +141,9 @@ def test_data_type_support_query():
 def test_a_valid_operator_without_a_kernel_fails_at_compile_with_e_notimpl():
     dev = DMLCreateDevice1()
     t = desc(F32, [2, 3])
-    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_POW_OPERATOR_DESC(t, t, t)))
-    with pytest.raises(DMLError, match="DML_OPERATOR_ELEMENT_WISE_POW is valid at "
+    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_CUMULATIVE_SUMMATION_OPERATOR_DESC(
+        t, t, 1, DML_AXIS_DIRECTION_INCREASING, False)))
+    with pytest.raises(DMLError, match="DML_OPERATOR_CUMULATIVE_SUMMATION is valid at "
                                        "DML_FEATURE_LEVEL_6_4 but not yet executable") as info:
         dev.CompileOperator(op)
     assert info.value.hresult == 0x80004001 and info.value.name == "E_NOTIMPL"
