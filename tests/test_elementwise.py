@@ -156,6 +156,22 @@ def run_case(device, rng, row, types, scale_bias=None, fused=None):
         tensors[name] = desc(dt, sizes, strides)
         raws.append(raw)
         arrays.append(np.array(logical(raw, dtype, sizes, strides)))
+    for name in row.scalars:  # 1-element tensors: scales (positive), zero points (optional)
+        dt = types[name]
+        dtype = np_dtype(dt)
+        if dtype.kind != "f" and rng.random() < 0.25:
+            tensors[name] = None
+            arrays.append(None)
+            continue
+        value = rng.uniform(0.01, 3.0) if dtype.kind == "f" else rng.integers(
+            np.iinfo(dtype).min, np.iinfo(dtype).max, endpoint=True)
+        scalar = np.full([1] * rank, value, dtype)
+        tensors[name] = tensor_desc(scalar)
+        raws.append(scalar.ravel().view(np.uint8))
+        arrays.append(scalar)
+    # The operator's inputs in its bind order (None for an absent optional one).
+    given = dict(zip([n for n in (*row.inputs, *row.scalars) if tensors.get(n) is not None], raws))
+    raws = [given.get(f.name) for f in SCHEMA[row.operator].fields if f.kind == "input"]
     out_type = types[row.output_name]
     dtype = np_dtype(out_type)
     out_strides = layout(rng, sizes, broadcast_ok=False)

@@ -86,11 +86,12 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             f"{__name__}.kernels.{row.name}", variant,
             [(name, t.data_type, t.strides) if (t := getattr(v, name)) is not None else
              (name, None, None) for name in row.inputs],
-            (row.output_name, out.data_type, out.sizes, out.strides), (p0, p1, p2, p3), kind, aux,
-            storage)
+            (row.output_name, out.data_type, out.sizes, out.strides), (p0, p1, p2, p3, 0.0, 0.0),
+            kind, aux, storage, [(name, getattr(v, name)) for name in row.scalars])
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {row.output_name: compute(row, v, [inputs.get(n) for n in row.inputs])}
+        names = row.inputs + row.scalars
+        return {row.output_name: compute(row, v, [inputs.get(n) for n in names])}
 
     return SimpleNamespace(
         __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",

@@ -52,8 +52,8 @@ def _scalar(name: str, body: str) -> str:
     lines = body.split("\n")
     if not lines[-1].startswith("return "):
         lines[-1] = "return " + lines[-1]
-    return f"\n\n@inline\ndef {name}(a, b, c, p0, p1):  # pragma: no cover\n" + "".join(
-        f"    {line}\n" for line in lines)
+    head = f"\n\n@inline\ndef {name}(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover\n"
+    return head + "".join(f"    {line}\n" for line in lines)
 
 
 VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation, store or None)
@@ -84,7 +84,7 @@ for _b in "fi":
             VARIANTS[f"pow_{_b}{_e}{_sb}"] = (
                 "i" if _ints else "f", f"mixed:{_b}{_e}", bool(_sb), False,
                 "store_int" if _ints else "store" if _b == "f" else "store_saturated")
-ARGS = "x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux"
+ARGS = "x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux"
 
 
 def variants(row: Row) -> list[str]:
@@ -134,6 +134,7 @@ def _chunk(row: Row, variant: str) -> str:
             loaded[0] = f"{loaded[0]} * p2 + p3"
         loaded += ["0"] * (3 - row.arity)
         params = "kind, aux" if fam == "i" and row.int_params is not None else "p0, p1"
+        params += ", p2, p3, p4, p5"
         v = f"f_{fam}({', '.join(loaded)}, {params})"
         return f"relu({v})" if variant == "f32_relu" else v
 

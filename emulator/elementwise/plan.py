@@ -20,6 +20,7 @@ from descriptors import DML_TENSOR_DATA_TYPE
 
 from ..kernels.strided import chunk_kernel, drive
 from ..plan import collapse, int64s
+from ..resources import typed_view
 
 T = DML_TENSOR_DATA_TYPE
 FLOAT_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
@@ -57,16 +58,19 @@ class ElementWisePlan:
     output: str
     sizes: np.ndarray
     strides: tuple[np.ndarray, ...]  # x, y, w (zeros where absent), then the output's (collapsed)
-    params: tuple[float, float, float, float]
+    params: tuple[float, ...]  # p0 … p5
     kind: int
     aux: int
+    # 1-element tensors read at dispatch into p0, p1 …: (bind point or None if absent, storage)
+    scalars: tuple[tuple[str | None, str], ...] = ()
 
     @classmethod
     def build(cls, module: str, variant: str,
               inputs: Sequence[tuple[str, T | None, Sequence[int] | None]],
               output: tuple[str, T, Sequence[int], Sequence[int]],
-              params: tuple[float, float, float, float], kind: int = 0, aux: int = 0,
-              storage_of: Mapping[T, str] = STORAGE) -> ElementWisePlan:
+              params: tuple[float, ...], kind: int = 0, aux: int = 0,
+              storage_of: Mapping[T, str] = STORAGE,
+              scalars: Sequence[tuple[str, object]] = ()) -> ElementWisePlan:
         """``module``: the row's generated kernel module; ``variant``: which of its chunk
         kernels; ``inputs``: (bind point, data type, strides); ``output``: (bind point, data type,
         sizes, strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
@@ -80,8 +84,11 @@ class ElementWisePlan:
         storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
             [storage_of[out_type]]
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
+        read = tuple((name if t is not None else None,
+                      STORAGE[t.data_type] if t is not None else "uint8")  # type: ignore[attr-defined]
+                     for name, t in scalars)
         return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs), out_name,
-                   int64s(c[0]), tuple(strides), params, kind, aux)
+                   int64s(c[0]), tuple(strides), params, kind, aux, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         arrays = [regions.get(name, _NONE) for name in self.inputs]
@@ -89,4 +96,7 @@ class ElementWisePlan:
         args: list[object] = []
         for a in arrays:
             args += [a, 0]
-        _drive(self.chunk, *args, self.sizes, *self.strides, *self.params, self.kind, self.aux)
+        params = list(self.params)
+        for k, (name, storage) in enumerate(self.scalars):
+            params[k] = float(typed_view(regions[name], storage)[0]) if name is not None else 0.0
+        _drive(self.chunk, *args, self.sizes, *self.strides, *params, self.kind, self.aux)

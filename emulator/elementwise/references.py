@@ -237,3 +237,14 @@ def clip_grad(x: np.ndarray, dy: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
         return np.where((x <= lo) | (x >= hi), 0, dy)
     flat = _exact(x, lambda v: int(v <= lo or v >= hi)).astype(bool)
     return np.where(flat, dy.dtype.type(0), dy)
+
+
+def quantized_linear_add(a: np.ndarray, b: np.ndarray, *scalars_and_out: Any) -> np.ndarray:
+    """AValue = (A - AZeroPoint)·AScale, BValue likewise; the output is
+    clamp(round((AValue + BValue) / OutputScale) + OutputZeroPoint, Min, Max): float64, halves
+    to even, saturated to the output type (NaN 0, as CAST); an absent zero point is 0."""
+    *scalars, out = scalars_and_out
+    a_s, a_zp, b_s, b_zp, o_s, o_zp = (0.0 if t is None else float(np.ravel(t)[0])
+                                        for t in scalars)
+    value = (a.astype(np.float64) - a_zp) * a_s + (b.astype(np.float64) - b_zp) * b_s
+    return cast(np.rint(value / o_s) + o_zp, out)

@@ -27,6 +27,9 @@ A row says what the operator computes, once, for everything that needs it:
   ``"i"`` as an integer, ``""`` as the computation's kind) and which store writes the result
   (``"store_saturated"``: rounded values into an integer type's range); their references take
   the raw arrays (an absent optional input: None) and return exact values;
+- ``scalars``: 1-element tensors (QUANTIZED_LINEAR_ADD's scales and zero points) read when the
+  operator runs, as the parameters p0, p1 … (an absent one is 0); the reference takes them after
+  the inputs;
 - ``bitwise``: the operator works on the native encoding, so every tensor is handled as the
   unsigned integer of its width (FLOAT16/32/64 included: bits are copied, never converted);
 - ``scale_bias`` / ``fused``: whether the desc has ScaleBias (applied to each input before the
@@ -71,6 +74,7 @@ class Row:
     store: str | None = None
     bitwise: bool = False
     output_name: str = "OutputTensor"
+    scalars: tuple[str, ...] = ()
     scale_bias: bool = False
     fused: bool = False
 
@@ -234,6 +238,12 @@ ROWS: tuple[Row, ...] = (
         output_name="OutputGradientTensor"),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_POW, ("InputTensor", "ExponentTensor"), "math.pow(a, b)",
         "int_pow(a, b)", ref.pow_, ulp=1, scale_bias=True, output="pow"),
+    # Dequantize A and B, add, requantize (float64; round halves to even, saturate).
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZED_LINEAR_ADD, BINARY, None,
+        "return np.rint(((np.float64(a) - p1) * p0 + (np.float64(b) - p3) * p2) / p4) + p5",
+        ref.quantized_linear_add, loads=("i", "i"), store="store_saturated",
+        scalars=("AScaleTensor", "AZeroPointTensor", "BScaleTensor", "BZeroPointTensor",
+                 "OutputScaleTensor", "OutputZeroPointTensor")),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),

@@ -13,7 +13,7 @@ one chunk of a row costs 0.3-0.8 s. So:
   ``n`` elements from element offsets ``xo, yo, wo, zo`` with element strides ``xt, yt, wt, zt``.
 
 Every chunk kernel has one C signature (``SIGNATURE``): up to three inputs (x, y, w) and the
-output z, each as (pointer, offset, stride); ``n``; four float parameters ``p0 … p3``; an integer
+output z, each as (pointer, offset, stride); ``n``; six float parameters ``p0 … p5``; an integer
 ``kind`` and an address ``aux`` (the fused-activation kernel, for kernels that apply one). The
 indirect call costs one call per task (≤ 16,384 elements).
 """
@@ -36,7 +36,7 @@ CHUNK = 16384  # elements per task (as kernels/copy.py): long rows still spread 
 _I64 = ir.IntType(64)
 _PTR = ir.IntType(8).as_pointer()
 _DBL = ir.DoubleType()
-_CHUNK_FN = ir.FunctionType(ir.VoidType(), [_PTR, _I64, _I64] * 4 + [_I64] + [_DBL] * 4 +
+_CHUNK_FN = ir.FunctionType(ir.VoidType(), [_PTR, _I64, _I64] * 4 + [_I64] + [_DBL] * 6 +
                             [_I64, _I64])
 _ACT_FN = ir.FunctionType(ir.VoidType(), [_PTR, _I64, _I64, _DBL, _DBL])
 
@@ -49,7 +49,7 @@ def signature(storage: Sequence[str]) -> Any:
     args: list[types.Type] = []
     for p in ptrs:
         args += [p, types.int64, types.int64]
-    return types.void(*args, types.int64, *[types.float64] * 4, types.int64, types.int64)
+    return types.void(*args, types.int64, *[types.float64] * 6, types.int64, types.int64)
 
 
 _compiled: dict[tuple[Callable[..., None], tuple[str, ...]], object] = {}
@@ -77,10 +77,10 @@ def data_pointer(typingctx, arr):  # pragma: no cover - code generation
 
 @intrinsic
 def call_chunk(typingctx, fn, xp, xo, xt, yp, yo, yt, wp, wo, wt, zp, zo, zt, n,
-               p0, p1, p2, p3, kind, aux):  # pragma: no cover - code generation
+               p0, p1, p2, p3, p4, p5, kind, aux):  # pragma: no cover - code generation
     """Call the chunk kernel at address ``fn``."""
     sig = types.void(types.int64, *([types.voidptr, types.int64, types.int64] * 4), types.int64,
-                     *([types.float64] * 4), types.int64, types.int64)
+                     *([types.float64] * 6), types.int64, types.int64)
 
     def codegen(context, builder, sig, args):
         builder.call(builder.inttoptr(args[0], _CHUNK_FN.as_pointer()), args[1:])
@@ -122,7 +122,7 @@ def activation_address() -> int:
 
 
 @kernel
-def drive(fn, x, xb, y, yb, w, wb, z, zb, sizes, xs, ys, ws, zs, p0, p1, p2, p3, kind,
+def drive(fn, x, xb, y, yb, w, wb, z, zb, sizes, xs, ys, ws, zs, p0, p1, p2, p3, p4, p5, kind,
           aux):  # pragma: no cover
     """``z[c] = f(x[c], y[c], w[c])`` for every coordinate c of ``sizes``: the tensors are byte
     arrays; ``*b`` and ``*s`` are element offsets and strides (one per dimension)."""
@@ -156,5 +156,5 @@ def drive(fn, x, xb, y, yb, w, wb, z, zb, sizes, xs, ys, ws, zs, p0, p1, p2, p3,
             wo += c * ws[k]
             zo += c * zs[k]
         n = min(inner, j0 + CHUNK) - j0
-        call_chunk(fn, xp, xo, xl, yp, yo, yl, wp, wo, wl, zp, zo, zl, n, p0, p1, p2, p3, kind,
-                   aux)
+        call_chunk(fn, xp, xo, xl, yp, yo, yl, wp, wo, wl, zp, zo, zl, n, p0, p1, p2, p3, p4, p5,
+                   kind, aux)

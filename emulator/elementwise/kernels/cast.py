@@ -10,17 +10,17 @@ from ...kernels.jit import inline
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return a
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return a
 
 
 def chunk_cast_ff32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -28,14 +28,14 @@ def chunk_cast_ff32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_cast_ff64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -43,14 +43,14 @@ def chunk_cast_ff64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_cast_fi32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -58,14 +58,14 @@ def chunk_cast_fi32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1))
+            store_saturated(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_cast_fi64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -73,14 +73,14 @@ def chunk_cast_fi64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store_saturated(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_cast_if(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -88,14 +88,14 @@ def chunk_cast_if(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1))
+            store(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1))
+            store(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_cast_ii(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -103,7 +103,7 @@ def chunk_cast_ii(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1, p2, p3, p4, p5))

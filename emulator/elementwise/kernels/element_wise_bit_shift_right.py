@@ -11,12 +11,12 @@ from ..scalar import shift_right
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return shift_right(a, b)
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -26,13 +26,13 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], y[yu + j], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], y[yu + j], 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], y[yu], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], y[yu], 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu], y[yu + j], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu], y[yu + j], 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], y[yu + j * ys], 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], y[yu + j * ys], 0, p0, p1, p2, p3, p4, p5))

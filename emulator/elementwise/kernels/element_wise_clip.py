@@ -11,19 +11,19 @@ from ..scalar import at_least, at_most, ceil_into, floor_into
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     m = p0 if (p0 >= a or a != a) else a
     return p1 if (p1 < m or m != m) else m
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     m = a if at_least(a, p0) else ceil_into(a, p0)
     return m if at_most(m, p1) else floor_into(a, p1)
 
 
 def chunk_f32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -31,14 +31,14 @@ def chunk_f32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -46,14 +46,14 @@ def chunk_f64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -61,14 +61,14 @@ def chunk_f64_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -76,14 +76,14 @@ def chunk_i_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -91,7 +91,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1, p2, p3, p4, p5))

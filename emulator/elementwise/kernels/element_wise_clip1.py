@@ -11,13 +11,13 @@ from ..scalar import as_type
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     m = a if (a < p1 or p1 != p1) else p1
     return p0 if (p0 >= m or m != m) else m
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     lo = as_type(a, p0)
     hi = as_type(a, p1)
     m = a if a < hi else hi
@@ -25,7 +25,7 @@ def f_i(a, b, c, p0, p1):  # pragma: no cover
 
 
 def chunk_f32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -33,14 +33,14 @@ def chunk_f32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -48,14 +48,14 @@ def chunk_f64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -63,14 +63,14 @@ def chunk_f64_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -78,14 +78,14 @@ def chunk_i_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -93,7 +93,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], 0, 0, kind, aux))
+            store_int(z, zu + j, f_i(x[xu + j], 0, 0, kind, aux, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, kind, aux))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, kind, aux, p2, p3, p4, p5))

@@ -10,12 +10,12 @@ from ...kernels.jit import inline
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return (np.float64(a) - np.float64(c)) * b
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     wu = np.uint64(wo)
@@ -27,7 +27,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and wt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_i(x[xu + j], load64(y, yu + j), w[wu + j], p0, p1))
+            store(z, zu + j, f_i(x[xu + j], load64(y, yu + j), w[wu + j], p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_i(x[xu + j * xs], load64(y, yu + j * ys), w[wu + j * ws], p0, p1))
+            store(z, zu + j * zs, f_i(x[xu + j * xs], load64(y, yu + j * ys), w[wu + j * ws], p0, p1, p2, p3, p4, p5))

@@ -13,17 +13,17 @@ from ...kernels.vmath import exp64
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return math.exp(a)
 
 
 @inline
-def f_v(a, b, c, p0, p1):  # pragma: no cover
+def f_v(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return exp64(a)
 
 
 def chunk_v32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -31,14 +31,14 @@ def chunk_v32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_v(load32(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_v(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_v(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_v(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -46,14 +46,14 @@ def chunk_f64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -61,7 +61,7 @@ def chunk_f64_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))

@@ -10,12 +10,12 @@ from ...kernels.jit import inline
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return a == 0
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -23,7 +23,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1, p2, p3, p4, p5))

@@ -13,17 +13,17 @@ from ..scalar import int_pow
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return math.pow(a, b)
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return int_pow(a, b)
 
 
 def chunk_pow_ff(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -33,20 +33,20 @@ def chunk_pow_ff(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), load64(y, yu + j), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), load64(y, yu), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), load64(y, yu), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu), load64(y, yu + j), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu), load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), load64(y, yu + j * ys), 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), load64(y, yu + j * ys), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_ff_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -56,20 +56,20 @@ def chunk_pow_ff_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, load64(y, yu + j), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, load64(y, yu), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, load64(y, yu), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu) * p2 + p3, load64(y, yu + j), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu) * p2 + p3, load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, load64(y, yu + j * ys), 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, load64(y, yu + j * ys), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_fi(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -79,20 +79,20 @@ def chunk_pow_fi(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), np.float64(y[yu + j]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), np.float64(y[yu]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), np.float64(y[yu]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu), np.float64(y[yu + j]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu), np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), np.float64(y[yu + j * ys]), 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), np.float64(y[yu + j * ys]), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_fi_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -102,20 +102,20 @@ def chunk_pow_fi_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, np.float64(y[yu]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, np.float64(y[yu]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, np.float64(y[yu + j * ys]), 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, np.float64(y[yu + j * ys]), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_if(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -125,20 +125,20 @@ def chunk_pow_if(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]), load64(y, yu + j), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]), load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]), load64(y, yu), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]), load64(y, yu), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu]), load64(y, yu + j), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu]), load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]), load64(y, yu + j * ys), 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]), load64(y, yu + j * ys), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_if_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -148,20 +148,20 @@ def chunk_pow_if_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, load64(y, yu + j), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, load64(y, yu), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, load64(y, yu), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu]) * p2 + p3, load64(y, yu + j), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu]) * p2 + p3, load64(y, yu + j), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, load64(y, yu + j * ys), 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, load64(y, yu + j * ys), 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_ii(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -171,20 +171,20 @@ def chunk_pow_ii(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], y[yu + j], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], y[yu + j], 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], y[yu], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], y[yu], 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu], y[yu + j], 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu], y[yu + j], 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], y[yu + j * ys], 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], y[yu + j * ys], 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_pow_ii_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     zu = np.uint64(zo)
@@ -194,13 +194,13 @@ def chunk_pow_ii_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 1 and yt == 0 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, np.float64(y[yu]), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, np.float64(y[yu]), 0, p0, p1, p2, p3, p4, p5))
     elif xt == 0 and yt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu]) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu]) * p2 + p3, np.float64(y[yu + j]), 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, np.float64(y[yu + j * ys]), 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, np.float64(y[yu + j * ys]), 0, p0, p1, p2, p3, p4, p5))

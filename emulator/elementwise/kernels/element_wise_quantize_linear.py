@@ -10,17 +10,17 @@ from ...kernels.jit import inline
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return np.rint(a / b) + c
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return np.rint(np.float64(a) / b) + c
 
 
 def chunk_f64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     wu = np.uint64(wo)
@@ -32,14 +32,14 @@ def chunk_f64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and wt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(load64(x, xu + j), load64(y, yu + j), w[wu + j], p0, p1))
+            store_saturated(z, zu + j, f_f(load64(x, xu + j), load64(y, yu + j), w[wu + j], p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(load64(x, xu + j * xs), load64(y, yu + j * ys), w[wu + j * ws], p0, p1))
+            store_saturated(z, zu + j * zs, f_f(load64(x, xu + j * xs), load64(y, yu + j * ys), w[wu + j * ws], p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     yu = np.uint64(yo)
     wu = np.uint64(wo)
@@ -51,7 +51,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and yt == 1 and wt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_i(x[xu + j], load64(y, yu + j), w[wu + j], p0, p1))
+            store_saturated(z, zu + j, f_i(x[xu + j], load64(y, yu + j), w[wu + j], p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_i(x[xu + j * xs], load64(y, yu + j * ys), w[wu + j * ws], p0, p1))
+            store_saturated(z, zu + j * zs, f_i(x[xu + j * xs], load64(y, yu + j * ys), w[wu + j * ws], p0, p1, p2, p3, p4, p5))

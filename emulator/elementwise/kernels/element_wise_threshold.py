@@ -11,17 +11,17 @@ from ..scalar import at_least, ceil_into
 
 
 @inline
-def f_f(a, b, c, p0, p1):  # pragma: no cover
+def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return (a if (a >= p0 or p0 != p0) else p0)
 
 
 @inline
-def f_i(a, b, c, p0, p1):  # pragma: no cover
+def f_i(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
     return a if at_least(a, p0) else ceil_into(a, p0)
 
 
 def chunk_f32(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -29,14 +29,14 @@ def chunk_f32(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load32(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load32(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -44,14 +44,14 @@ def chunk_f64(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j), 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs), 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_f64_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -59,14 +59,14 @@ def chunk_f64_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j, f_f(load64(x, xu + j) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1))
+            store(z, zu + j * zs, f_f(load64(x, xu + j * xs) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i_sb(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -74,14 +74,14 @@ def chunk_i_sb(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j, f_f(np.float64(x[xu + j]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1))
+            store_saturated(z, zu + j * zs, f_f(np.float64(x[xu + j * xs]) * p2 + p3, 0, 0, p0, p1, p2, p3, p4, p5))
 
 
 def chunk_i(  # pragma: no cover - compiled
-        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, kind, aux):
+        x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux):
     xu = np.uint64(xo)
     zu = np.uint64(zo)
     xs = np.uint64(xt)
@@ -89,7 +89,7 @@ def chunk_i(  # pragma: no cover - compiled
     m = np.uint64(n)
     if xt == 1 and zt == 1:
         for j in range(m):
-            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1))
+            store_int(z, zu + j, f_i(x[xu + j], 0, 0, p0, p1, p2, p3, p4, p5))
     else:
         for j in range(m):
-            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1))
+            store_int(z, zu + j * zs, f_i(x[xu + j * xs], 0, 0, p0, p1, p2, p3, p4, p5))
