@@ -1,7 +1,7 @@
 """The element-wise family table: one row per operator.
 
 A row says what the operator computes, once, for everything that needs it:
-- the input bind points, and the output's (``output_name``: OutputTensor but for the gradients);
+- (the input and output bind points come from the schema: ``inputs``, ``output_name``);
 - ``float_body`` / ``int_body``: the scalar function as a Numba expression (or statements ending
   in ``return``) over ``a``, ``b``, ``c`` (the inputs) and ``p0``, ``p1`` (the operator's
   parameters),
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from descriptors import DML_OPERATOR_TYPE
+from descriptors import DML_OPERATOR_TYPE, SCHEMA
 
 from ..activations import _max, _min
 from . import references as ref
@@ -60,7 +60,6 @@ OP = DML_OPERATOR_TYPE
 @dataclass(frozen=True)
 class Row:
     operator: DML_OPERATOR_TYPE
-    inputs: tuple[str, ...]
     float_body: str | None
     int_body: str | None
     reference: Callable[..., np.ndarray]
@@ -73,7 +72,6 @@ class Row:
     loads: tuple[str, ...] = ()
     store: str | None = None
     bitwise: bool = False
-    output_name: str = "OutputTensor"
     scalars: tuple[str, ...] = ()
     scale_bias: bool = False
     fused: bool = False
@@ -81,6 +79,20 @@ class Row:
     @property
     def name(self) -> str:
         return self.operator.name.removeprefix("DML_OPERATOR_").lower()
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The element-wise inputs' bind points, in the desc's order (the schema's tensor inputs
+        but the 1-element ``scalars``): a, b, c of the bodies."""
+        return tuple(f.name for f in SCHEMA[self.operator].fields if f.kind == "input"
+                     and f.type == "TENSOR_DESC" and f.name not in self.scalars)
+
+    @property
+    def output_name(self) -> str:
+        """The output's bind point (OutputTensor, OutputGradientTensor for the gradients)."""
+        (name,) = (f.name for f in SCHEMA[self.operator].fields
+                   if f.kind == "output" and f.type == "TENSOR_DESC")
+        return name
 
     @property
     def arity(self) -> int:
@@ -93,11 +105,7 @@ class Row:
         return self.params(v) if self.params is not None else ()
 
 
-UNARY = ("InputTensor",)
-BINARY = ("ATensor", "BTensor")
-QUANTIZED = ("InputTensor", "ScaleTensor", "ZeroPointTensor")
 VMATH = {"math.exp": "exp64(a)", "math.tanh": "tanh64(a)"}  # libm function: kernels/vmath.py
-GRADIENT = ("InputTensor", "InputGradientTensor")
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
 # that is not NaN where one is.
@@ -119,32 +127,32 @@ def _clip1(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
 
 
 ROWS: tuple[Row, ...] = (
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_IDENTITY, UNARY, "a", "a", lambda a: a, scale_bias=True,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IDENTITY, "a", "a", lambda a: a, scale_bias=True,
         exact32=True, bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_ABS, UNARY, "abs(a)", "abs(a)", np.abs, scale_bias=True,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ABS, "abs(a)", "abs(a)", np.abs, scale_bias=True,
         exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_NEGATE, UNARY, "-a", "-a", np.negative, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_ADD, BINARY, "a + b", "a + b", np.add, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_ADD1, BINARY, "a + b", None, np.add, fused=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_SUBTRACT, BINARY, "a - b", "a - b", np.subtract, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MULTIPLY, BINARY, "a * b", "a * b", np.multiply, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIVIDE, BINARY, "a / b", "trunc_div(a, b)", ref.trunc_div,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_NEGATE, "-a", "-a", np.negative, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ADD, "a + b", "a + b", np.add, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ADD1, "a + b", None, np.add, fused=True, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_SUBTRACT, "a - b", "a - b", np.subtract, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MULTIPLY, "a * b", "a * b", np.multiply, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIVIDE, "a / b", "trunc_div(a, b)", ref.trunc_div,
         exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MAX, BINARY, D3D_MAX, D3D_MAX, _max, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MIN, BINARY, D3D_MIN, D3D_MIN, _min, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP, UNARY,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MAX, D3D_MAX, D3D_MAX, _max, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MIN, D3D_MIN, D3D_MIN, _min, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP,
         "m = p0 if (p0 >= a or a != a) else a\n"  # max(Min, x)
         "return p1 if (p1 < m or m != m) else m",  # min(Max, that)
         "m = a if at_least(a, p0) else ceil_into(a, p0)\n"  # integers: exact, Min as ceil(Min)
         "return m if at_most(m, p1) else floor_into(a, p1)",
         ref.clip, _clip_params, scale_bias=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP1, UNARY,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP1,
         "m = a if (a < p1 or p1 != p1) else p1\n"  # min(x, Max)
         "return p0 if (p0 >= m or m != m) else m",  # max(Min, that)
         "lo = as_type(a, p0)\nhi = as_type(a, p1)\nm = a if a < hi else hi\n"
         "return lo if lo >= m else m",
         _clip1, _clip_params, int_params=_int_bounds, scale_bias=True, exact32=True),
-    *(Row(op, UNARY, f"{fn}(a)", None, formula, ulp=1, scale_bias=True, fast32=VMATH.get(fn))
+    *(Row(op, f"{fn}(a)", None, formula, ulp=1, scale_bias=True, fast32=VMATH.get(fn))
       for op, fn, formula in (
         (OP.DML_OPERATOR_ELEMENT_WISE_ACOS, "math.acos", np.arccos),
         (OP.DML_OPERATOR_ELEMENT_WISE_ASIN, "math.asin", np.arcsin),
@@ -161,30 +169,30 @@ ROWS: tuple[Row, ...] = (
         (OP.DML_OPERATOR_ELEMENT_WISE_ASINH, "math.asinh", np.arcsinh),
         (OP.DML_OPERATOR_ELEMENT_WISE_ACOSH, "math.acosh", np.arccosh),
         (OP.DML_OPERATOR_ELEMENT_WISE_ATANH, "math.atanh", np.arctanh))),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_SQRT, UNARY, "math.sqrt(a)", None, np.sqrt,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_SQRT, "math.sqrt(a)", None, np.sqrt,
         scale_bias=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_RECIP, UNARY, "1.0 / a", None, np.reciprocal,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_RECIP, "1.0 / a", None, np.reciprocal,
         scale_bias=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CEIL, UNARY, "np.ceil(a)", None, np.ceil, scale_bias=True,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CEIL, "np.ceil(a)", None, np.ceil, scale_bias=True,
         exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_FLOOR, UNARY, "np.floor(a)", None, np.floor,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_FLOOR, "np.floor(a)", None, np.floor,
         scale_bias=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW, UNARY, "math.pow(a, p0)", None, ref.pow_,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW, "math.pow(a, p0)", None, ref.pow_,
         lambda v: (float(v.Exponent),), ulp=1, scale_bias=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, UNARY, D3D_MAX.replace("b", "p0"),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, D3D_MAX.replace("b", "p0"),
         "a if at_least(a, p0) else ceil_into(a, p0)", ref.threshold,
         lambda v: (float(v.Min),), scale_bias=True, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_SIGN, UNARY, "1.0 if a > 0 else (-1.0 if a < 0 else 0.0)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_SIGN, "1.0 if a > 0 else (-1.0 if a < 0 else 0.0)",
         "1 if a > 0 else (-1 if a < 0 else 0)", ref.sign, exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_ROUND, UNARY, "round_mode(a, p0)", None, ref.round_mode,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ROUND, "round_mode(a, p0)", None, ref.round_mode,
         lambda v: (float(v.RoundingMode),), exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_NAN, UNARY, "a != a", None, np.isnan, output="flag",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_NAN, "a != a", None, np.isnan, output="flag",
         exact32=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_INFINITY, UNARY,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IS_INFINITY,
         "abs(a) == np.inf and (p0 == 0 or (p0 == 1 and a > 0) or (p0 == 2 and a < 0))", None,
         ref.is_infinity, lambda v: (float(v.InfinityMode),), output="flag", exact32=True),
     # Comparisons: 1 for true, 0 for false, in the output's integer type.
-    *(Row(op, BINARY, f"a {sym} b", f"a {sym} b", formula, output="flag", exact32=True)
+    *(Row(op, f"a {sym} b", f"a {sym} b", formula, output="flag", exact32=True)
       for op, sym, formula in (
           (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_EQUALS, "==", np.equal),
           (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN, ">", np.greater),
@@ -192,67 +200,66 @@ ROWS: tuple[Row, ...] = (
           (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_GREATER_THAN_OR_EQUAL, ">=", np.greater_equal),
           (OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_LESS_THAN_OR_EQUAL, "<=", np.less_equal))),
     # Logical operators: any nonzero value is true; the result is 1 or 0.
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_AND, BINARY, None, "(a != 0) & (b != 0)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_AND, None, "(a != 0) & (b != 0)",
         np.logical_and, output="flag"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_OR, BINARY, None, "(a != 0) | (b != 0)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_OR, None, "(a != 0) | (b != 0)",
         np.logical_or, output="flag"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_XOR, BINARY, None, "(a != 0) != (b != 0)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_XOR, None, "(a != 0) != (b != 0)",
         np.logical_xor, output="flag"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_NOT, UNARY, None, "a == 0", ref.logical_not,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_LOGICAL_NOT, None, "a == 0", ref.logical_not,
         output="flag"),
     # Bitwise operators: on the encoding (floats included); shifts on unsigned integers.
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_AND, BINARY, None, "a & b", np.bitwise_and,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_AND, None, "a & b", np.bitwise_and,
         bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_OR, BINARY, None, "a | b", np.bitwise_or, bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_XOR, BINARY, None, "a ^ b", np.bitwise_xor,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_OR, None, "a | b", np.bitwise_or, bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_XOR, None, "a ^ b", np.bitwise_xor,
         bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_NOT, UNARY, None, "~a", np.invert, bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_COUNT, UNARY, None, "popcount(a)", ref.bit_count,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_NOT, None, "~a", np.invert, bitwise=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_COUNT, None, "popcount(a)", ref.bit_count,
         output="flag", bitwise=True),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_LEFT, BINARY, None, "shift_left(a, b)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_LEFT, None, "shift_left(a, b)",
         ref.shift_left),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_RIGHT, BINARY, None, "shift_right(a, b)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_BIT_SHIFT_RIGHT, None, "shift_right(a, b)",
         ref.shift_right),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_IF, ("ConditionTensor", "ATensor", "BTensor"), None,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_IF, None,
         "b if a != 0 else c", ref.if_, bitwise=True),
     # Binary arithmetic beyond + - * /.
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MEAN, BINARY, "(a + b) / 2.0",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MEAN, "(a + b) / 2.0",
         "trunc_div(np.int64(a) + np.int64(b), 2)", ref.mean),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE, BINARY, "(a - b) * (a - b)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DIFFERENCE_SQUARE, "(a - b) * (a - b)",
         "(np.int64(a) - np.int64(b)) * (np.int64(a) - np.int64(b))", ref.difference_square),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_ATAN_YX, BINARY, "math.atan2(a, b)", None, np.arctan2,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_ATAN_YX, "math.atan2(a, b)", None, np.arctan2,
         ulp=1),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_TRUNCATE, BINARY, "np.fmod(a, b)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_TRUNCATE, "np.fmod(a, b)",
         "trunc_mod(a, b)", ref.trunc_mod),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR, BINARY, "floor_mod(a, b)", "floor_mod(a, b)",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR, "floor_mod(a, b)", "floor_mod(a, b)",
         ref.floor_mod),
     # Gradients (backward operators): the gradient passes where the forward operator was not flat.
-    Row(OP.DML_OPERATOR_ACTIVATION_RELU_GRAD, GRADIENT, "b if a > 0 else 0.0",
-        "b if a > 0 else b - b", ref.relu_grad, exact32=True, output_name="OutputGradientTensor"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b",
+    Row(OP.DML_OPERATOR_ACTIVATION_RELU_GRAD, "b if a > 0 else 0.0",
+        "b if a > 0 else b - b", ref.relu_grad, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD, "0.0 if (a <= p0 or a >= p1) else b",
         "b - b if ((p0 == p0 and at_most(a, p0)) or (p1 == p1 and at_least(a, p1))) else b",
-        ref.clip_grad, _clip_params, exact32=True, output_name="OutputGradientTensor"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1, GRADIENT, "0.0 if (a <= p0 or a >= p1) else b",
+        ref.clip_grad, _clip_params, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_CLIP_GRAD1, "0.0 if (a <= p0 or a >= p1) else b",
         "lo = as_type(a, p0)\nhi = as_type(a, p1)\nreturn b - b if (a <= lo or a >= hi) else b",
-        ref.clip_grad, _clip_params, int_params=_int_bounds, exact32=True,
-        output_name="OutputGradientTensor"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_POW, ("InputTensor", "ExponentTensor"), "math.pow(a, b)",
-        "int_pow(a, b)", ref.pow_, ulp=1, scale_bias=True, output="pow"),
+        ref.clip_grad, _clip_params, int_params=_int_bounds, exact32=True),
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_POW, "math.pow(a, b)", "int_pow(a, b)", ref.pow_, ulp=1,
+        scale_bias=True, output="pow"),
     # Dequantize A and B, add, requantize (float64; round halves to even, saturate).
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZED_LINEAR_ADD, BINARY, None,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZED_LINEAR_ADD, None,
         "return np.rint(((np.float64(a) - p1) * p0 + (np.float64(b) - p3) * p2) / p4) + p5",
         ref.quantized_linear_add, loads=("i", "i"), store="store_saturated",
         scalars=("AScaleTensor", "AZeroPointTensor", "BScaleTensor", "BZeroPointTensor",
                  "OutputScaleTensor", "OutputZeroPointTensor")),
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
-    Row(OP.DML_OPERATOR_CAST, UNARY, "a", "a", ref.cast, output="cast"),
+    Row(OP.DML_OPERATOR_CAST, "a", "a", ref.cast, output="cast"),
     # Linear quantization: computed in float64 (one rounding for DEQUANTIZE's float output;
     # QUANTIZE's division rounded to nearest even, then saturated); an absent zero point is 0.
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR, QUANTIZED, "np.rint(a / b) + c",
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR, "np.rint(a / b) + c",
         "np.rint(np.float64(a) / b) + c", ref.quantize_linear, loads=("", "f", "i"),
         store="store_saturated"),
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR, QUANTIZED, None,
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR, None,
         "(np.float64(a) - np.float64(c)) * b", ref.dequantize_linear, loads=("i", "f", "i"),
         store="store"),
 )
