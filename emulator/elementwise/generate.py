@@ -20,9 +20,10 @@ where the row allows, the chunk kernels (``VARIANTS``):
 - ``chunk_v32``: FLOAT32 and FLOAT16 through the row's vectorisable ``fast32`` function;
 - ``chunk_f64``: computed in float64 and rounded once on store (FLOAT64 always; FLOAT32/16 for
   the other rows);
-- ``chunk_f64_sb``: ScaleBias applied to each input first; ``chunk_f64_act``: a fused activation
-  applied to the result, through a float64 buffer; ``chunk_f32_relu``: a fused RELU in the loop,
-  for the float32 rows (RELU commutes with rounding, so this is the float64 result rounded once);
+- ``chunk_f64_sb``: ScaleBias applied to the first input first; ``chunk_f64_act``: a fused
+  activation applied to the result, through a float64 buffer; ``chunk_f32_relu``: a fused RELU
+  in the loop, for the float32 rows (RELU commutes with rounding, so this is the float64 result
+  rounded once);
 - ``chunk_i``: integer tensors, computed in their type (C's wrapping arithmetic); ``chunk_i_sb``:
   integer tensors with ScaleBias, computed in float64 and converted as CAST converts;
 - ``chunk_cast_ff32`` / ``_ff64`` / ``_fi32`` / ``_fi64`` / ``_if`` / ``_ii``: CAST by (input,
@@ -33,8 +34,11 @@ where the row allows, the chunk kernels (``VARIANTS``):
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
+from ..kernels import vmath
 from . import scalar
 from .table import ROWS, Row
 
@@ -56,23 +60,38 @@ def _scalar(name: str, body: str) -> str:
     return head + "".join(f"    {line}\n" for line in lines)
 
 
-VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation, store or None)
-    "f32": ("f", "load32", False, False, None),
-    "f32_relu": ("f", "load32", False, False, None),
-    "v32": ("v", "load32", False, False, "store"),  # FLOAT32/16 through the row's fast32
-    "f64": ("f", "load64", False, False, None),
-    "f64_sb": ("f", "load64", True, False, None),
-    "f64_act": ("f", "load64", False, True, None),
-    "i": ("i", "", False, False, None),
+class Variant(NamedTuple):
+    """One kind of chunk kernel: the body it calls (``f_f``, ``f_v`` or ``f_i``), the float
+    loader, whether ScaleBias or a fused activation applies, the store (None: by the output's
+    kind), and how each input is read (None: as the row's ``loads`` say, else by the body's
+    kind): ``f`` through the float loader, ``i`` as it is, ``c`` an integer converted to
+    float64."""
+
+    body: str
+    load: str = "load64"
+    scale_bias: bool = False
+    activation: bool = False
+    store: str | None = None
+    reads: str | None = None
+
+
+VARIANTS = {
+    "f32": Variant("f", "load32"),
+    "f32_relu": Variant("f", "load32"),
+    "v32": Variant("v", "load32", store="store"),  # FLOAT32/16 through the row's fast32
+    "f64": Variant("f"),
+    "f64_sb": Variant("f", scale_bias=True),
+    "f64_act": Variant("f", activation=True),
+    "i": Variant("i"),
     # ScaleBias on an integer tensor: float64 arithmetic, then converted as CAST converts.
-    "i_sb": ("f", "as64", True, False, "store_saturated"),
+    "i_sb": Variant("f", scale_bias=True, store="store_saturated", reads="ccc"),
     # CAST, by (input kind, output kind): the store does the conversion.
-    "cast_ff32": ("f", "load32", False, False, "store"),  # from FLOAT32/16
-    "cast_ff64": ("f", "load64", False, False, "store"),  # from FLOAT64
-    "cast_fi32": ("f", "load32", False, False, "store_saturated"),
-    "cast_fi64": ("f", "load64", False, False, "store_saturated"),
-    "cast_if": ("i", "", False, False, "store"),
-    "cast_ii": ("i", "", False, False, "store_int"),
+    "cast_ff32": Variant("f", "load32", store="store"),  # from FLOAT32/16
+    "cast_ff64": Variant("f", store="store"),  # from FLOAT64
+    "cast_fi32": Variant("f", "load32", store="store_saturated"),
+    "cast_fi64": Variant("f", store="store_saturated"),
+    "cast_if": Variant("i", store="store"),
+    "cast_ii": Variant("i", store="store_int"),
 }
 # POW: the base and the exponent each a float or an integer tensor (pow_<base><exponent>[_sb]).
 # Two integers: exact integer power; otherwise float64 pow, stored rounded once (a float base)
@@ -80,10 +99,12 @@ VARIANTS = {  # chunk kernel: (compute family, load, ScaleBias, fused activation
 for _b in "fi":
     for _e in "fi":
         for _sb in ("", "_sb"):
-            _ints = _b == _e == "i" and not _sb
-            VARIANTS[f"pow_{_b}{_e}{_sb}"] = (
-                "i" if _ints else "f", f"mixed:{_b}{_e}", bool(_sb), False,
-                "store_int" if _ints else "store" if _b == "f" else "store_saturated")
+            if _b == _e == "i" and not _sb:
+                VARIANTS["pow_ii"] = Variant("i", store="store_int")
+            else:
+                VARIANTS[f"pow_{_b}{_e}{_sb}"] = Variant(
+                    "f", scale_bias=bool(_sb), store="store" if _b == "f" else "store_saturated",
+                    reads=(_b + _e).replace("i", "c"))
 ARGS = "x, xo, xt, y, yo, yt, w, wo, wt, z, zo, zt, n, p0, p1, p2, p3, p4, p5, kind, aux"
 
 
@@ -98,7 +119,8 @@ def variants(row: Row) -> list[str]:
         out += (["f32"] if row.exact32 else []) + (["v32"] if row.fast32 else []) + ["f64"]
         out += ["f64_sb"] if row.scale_bias else []
         out += ["i_sb"] if row.scale_bias and row.int_body is not None else []
-        out += (["f32_relu"] if row.exact32 else []) + ["f64_act"] if row.fused else []
+        if row.fused:
+            out += (["f32_relu"] if row.exact32 else []) + ["f64_act"]
     if row.int_body is not None:
         out.append("i")
     return out
@@ -107,7 +129,7 @@ def variants(row: Row) -> list[str]:
 def _chunk(row: Row, variant: str) -> str:
     """One chunk kernel: ``n`` elements from element offsets ``*o`` with element strides ``*t``;
     loops for packed tensors and a row broadcast (a zero stride) apart, so LLVM vectorises them."""
-    fam, load, sb, act, store_fn = VARIANTS[variant]
+    var = VARIANTS[variant]
     ins = ["x", "y", "w"][: row.arity]
     names = [*ins, "z"]
     out = [f"\n\ndef chunk_{variant}(  # pragma: no cover - compiled\n        {ARGS}):"]
@@ -116,30 +138,24 @@ def _chunk(row: Row, variant: str) -> str:
     out += ["    m = np.uint64(n)"]
 
     def read(k: int, a: str, i: str) -> str:
-        if load.startswith("mixed:"):  # each input's kind from the variant's name
-            if fam == "i":
-                return f"{a}[{i}]"
-            return f"load64({a}, {i})" if load[6 + k] == "f" else f"np.float64({a}[{i}])"
-        how = row.loads[k] if row.loads else ""
-        how = how or fam
+        how = var.reads[k] if var.reads else (row.loads[k] if row.loads else "") or var.body
         if how == "i":
             return f"{a}[{i}]"
-        if load == "as64":
+        if how == "c":
             return f"np.float64({a}[{i}])"
-        return f"{load or 'load64'}({a}, {i})"
+        return f"{var.load}({a}, {i})"
 
     def value(index: dict[str, str]) -> str:
         loaded = [read(k, a, index[a]) for k, a in enumerate(ins)]
-        if sb:  # ScaleBias: on the first input (the only one but for POW's base)
+        if var.scale_bias:  # on the first input (the only one but for POW's base)
             loaded[0] = f"{loaded[0]} * p2 + p3"
         loaded += ["0"] * (3 - row.arity)
-        params = "kind, aux" if fam == "i" and row.int_params is not None else "p0, p1"
-        params += ", p2, p3, p4, p5"
-        v = f"f_{fam}({', '.join(loaded)}, {params})"
+        params = "kind, aux" if var.body == "i" and row.int_params is not None else "p0, p1"
+        v = f"f_{var.body}({', '.join(loaded)}, {params}, p2, p3, p4, p5)"
         return f"relu({v})" if variant == "f32_relu" else v
 
-    if store_fn is None:
-        store_fn = row.store or ("store_int" if row.output == "flag" or fam == "i" else "store")
+    store_fn = var.store or row.store or (
+        "store_int" if row.output == "flag" or var.body == "i" else "store")
 
     def store(index: str, v: str) -> str:
         return f"{store_fn}(z, {index}, {v})"
@@ -150,16 +166,16 @@ def _chunk(row: Row, variant: str) -> str:
     if row.arity == 2:  # one input broadcast along the row (a zero stride), the rest packed
         cases.append(("xt == 1 and yt == 0 and zt == 1", {**unit, "y": "yu"}))
         cases.append(("xt == 0 and yt == 1 and zt == 1", {**unit, "x": "xu"}))
-    if act:
+    def loops(statement: Callable[[dict[str, str]], str]) -> None:
+        """The case loops, each running ``statement`` for element j."""
+        for k, (cond, index) in enumerate([*cases, ("", strided)]):
+            out.append(f"    {'if' if k == 0 else 'elif'} {cond}:" if cond else "    else:")
+            out.extend(["        for j in range(m):", f"            {statement(index)}"])
+
+    if var.activation:  # the values into a float64 buffer, the activation, then the stores
         out.append("    buf = np.empty(n, np.float64)")
-        for k, (cond, index) in enumerate(cases):
-            out += [f"    {'if' if k == 0 else 'elif'} {cond}:",
-                    "        for j in range(m):",
-                    f"            buf[j] = {value(index)}"]
-        out += ["    else:",
-                "        for j in range(m):",
-                f"            buf[j] = {value(strided)}",
-                "    call_activation(aux, buf, n, kind, p0, p1)",
+        loops(lambda index: f"buf[j] = {value(index)}")
+        out += ["    call_activation(aux, buf, n, kind, p0, p1)",
                 "    if zt == 1:",
                 "        for j in range(m):",
                 f"            {store('zu + j', 'buf[j]')}",
@@ -167,13 +183,7 @@ def _chunk(row: Row, variant: str) -> str:
                 "        for j in range(m):",
                 f"            {store('zu + j * zs', 'buf[j]')}"]
     else:
-        for k, (cond, index) in enumerate(cases):
-            out += [f"    {'if' if k == 0 else 'elif'} {cond}:",
-                    "        for j in range(m):",
-                    f"            {store(index['z'], value(index))}"]
-        out += ["    else:",
-                "        for j in range(m):",
-                f"            {store(strided['z'], value(strided))}"]
+        loops(lambda index: store(index["z"], value(index)))
     return "\n".join(out) + "\n"
 
 
@@ -195,7 +205,7 @@ def module_source(row: Row) -> str:
     imports += "from ...kernels.jit import inline\n"
     if "call_activation(" in body:
         imports += "from ...kernels.strided import call_activation\n"
-    fast = [h for h in ("exp64", "tanh64") if f"{h}(" in body]
+    fast = [h for h in vmath.FUNCTIONS if f"{h}(" in body]
     if fast:
         imports += f"from ...kernels.vmath import {', '.join(fast)}\n"
     helpers = [h for h in scalar.HELPERS if f"{h}(" in body]
@@ -217,7 +227,8 @@ def write(check: bool = False) -> list[Path]:
     is left alone, so its modification time, and Numba's cache of it, stay valid."""
     changed = []
     KERNELS.mkdir(exist_ok=True)
-    for path, text in expected().items():
+    files = expected()
+    for path, text in files.items():
         if path.exists() and path.read_text() == text:
             continue
         changed.append(path)
@@ -225,7 +236,7 @@ def write(check: bool = False) -> list[Path]:
             tmp = path.with_suffix(".tmp")
             tmp.write_text(text)
             tmp.replace(path)
-    stale = [p for p in KERNELS.glob("*.py") if p not in expected()]
+    stale = [p for p in KERNELS.glob("*.py") if p not in files]
     if not check:
         for p in stale:
             p.unlink()

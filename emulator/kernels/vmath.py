@@ -19,6 +19,8 @@ import numpy as np
 from .floats import bits_double
 from .jit import inline
 
+FUNCTIONS = ("exp64", "tanh64")  # what a row's fast32 body may call (generate.py imports them)
+
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 0.6931471803691238  # ln 2 split so that k·_LN2_HI is exact for |k| < 2**20
 _LN2_LO = 1.9082149292705877e-10
