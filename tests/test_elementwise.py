@@ -200,7 +200,9 @@ def run_case(device, rng, row, types, scale_bias=None, fused=None):
 
 def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """The distance between two float arrays in units in the last place of their type (the
-    number of representable values between them; infinity and NaN count as far)."""
+    number of representable values between them) for values of one sign; values of opposite
+    signs (-0 and +0 included) and NaN count as far: stricter than test_activations' helper,
+    where -0 equals +0, so the sign of a zero result is checked here."""
     def ordered(a):
         i = np.ascontiguousarray(a).view(f"i{a.dtype.itemsize}").astype(np.int64)
         return np.where(i < 0, np.iinfo(i.dtype).min - i, i)

@@ -48,16 +48,14 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         p2, p3, kind, aux = 1.0, 0.0, 0, 0
         storage = STORAGE
         if row.output == "pow":
-            kinds = "".join("f" if getattr(v, n).data_type in FLOAT_TYPES else "i"
-                            for n in row.inputs)
+            kinds = "".join(_letter(getattr(v, n).data_type) for n in row.inputs)
             sb = "_sb" if v.ScaleBias is not None else ""
             variant = f"pow_{kinds}{sb}"
             if sb:
                 p2, p3 = v.ScaleBias.Scale, v.ScaleBias.Bias
         elif row.output == "cast":
             src = v.InputTensor.data_type
-            variant = "cast_" + "".join("f" if t in FLOAT_TYPES else "i" for t in (
-                src, out.data_type))
+            variant = f"cast_{_letter(src)}{_letter(out.data_type)}"
             if src in FLOAT_TYPES:
                 variant += "64" if src == T.DML_TENSOR_DATA_TYPE_FLOAT64 else "32"
         elif row.bitwise:
@@ -84,10 +82,10 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
                 variant, kind, aux = "f64_act", act.kind, activation_address()
         return ElementWisePlan.build(
             f"{__name__}.kernels.{row.name}", variant,
-            [(name, t.data_type, t.strides) if (t := getattr(v, name)) is not None else
-             (name, None, None) for name in row.inputs],
+            [(name, _type(t), t.strides if t is not None else None)
+             for name, t in ((n, getattr(v, n)) for n in row.inputs)],
             (row.output_name, out.data_type, out.sizes, out.strides), (p0, p1, p2, p3, 0.0, 0.0),
-            kind, aux, storage, [(name, getattr(v, name)) for name in row.scalars])
+            kind, aux, storage, [(name, _type(getattr(v, name))) for name in row.scalars])
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = row.inputs + row.scalars
@@ -97,6 +95,16 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         __name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
         KERNEL_TYPES=kernel_types, ROW=row, validate=validate,
         plan=plan, reference=reference)
+
+
+def _type(tensor: SimpleNamespace | None) -> T | None:
+    """A validated tensor's data type (None for an absent optional tensor)."""
+    return tensor.data_type if tensor is not None else None
+
+
+def _letter(data_type: T) -> str:
+    """The kind of a data type in variant names: f (float) or i (integer)."""
+    return "f" if data_type in FLOAT_TYPES else "i"
 
 
 def _kernel_types(row: Row) -> tuple[T, ...]:
@@ -133,11 +141,14 @@ def _pow(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype: np.d
         y = row.reference(base, exponent)
         return np.array([int(q) % (1 << 64) for q in y.ravel()], np.uint64).reshape(
             y.shape).astype(out_dtype)  # the low bits, as the store keeps them
-    x = base.astype(np.float64)
-    if v.ScaleBias is not None:
-        x = x * v.ScaleBias.Scale + v.ScaleBias.Bias
+    x = _scale_bias(v, base.astype(np.float64))
     y = np.asarray(row.reference(x, exponent.astype(np.float64)), np.float64)
     return y.astype(out_dtype) if out_dtype.kind == "f" else ref.cast(y, out_dtype)
+
+
+def _scale_bias(v: SimpleNamespace, x: np.ndarray) -> np.ndarray:
+    """x·Scale + Bias in float64 when the desc has a ScaleBias (the first input only)."""
+    return x if v.ScaleBias is None else x * v.ScaleBias.Scale + v.ScaleBias.Bias
 
 
 def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype: np.dtype,
@@ -148,12 +159,12 @@ def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype
             return y.astype(out_dtype)
         return y.astype(f"u{out_dtype.itemsize}").view(out_dtype)
     if arrays[-1].dtype.kind != "f" and row.scale_bias and v.ScaleBias is not None:
-        x = arrays[0].astype(np.float64) * v.ScaleBias.Scale + v.ScaleBias.Bias
+        x = _scale_bias(v, arrays[0].astype(np.float64))
         return ref.cast(np.asarray(row.reference(x, *params), np.float64), out_dtype)
     if arrays[-1].dtype.kind == "f":
         xs = [a.astype(np.float64) for a in arrays]
-        if row.scale_bias and v.ScaleBias is not None:
-            xs = [x * v.ScaleBias.Scale + v.ScaleBias.Bias for x in xs]
+        if row.scale_bias:
+            xs[0] = _scale_bias(v, xs[0])
         y = np.asarray(row.reference(*xs, *params), np.float64)
         if row.fused and v.fused is not None:
             act, p = v.fused

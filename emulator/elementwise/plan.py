@@ -49,6 +49,7 @@ _NONE = np.zeros(8, np.uint8)  # the pointer passed for an input an operator doe
 # The bitwise rows' storage: every type as the unsigned integer of its width (its encoding).
 BITS: dict[T, str] = {t: f"uint{8 * np.dtype(s).itemsize}" for t, s in STORAGE.items()}
 
+
 @dataclass(frozen=True, eq=False)
 class ElementWisePlan:
     """``output[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
@@ -70,11 +71,13 @@ class ElementWisePlan:
               output: tuple[str, T, Sequence[int], Sequence[int]],
               params: tuple[float, ...], kind: int = 0, aux: int = 0,
               storage_of: Mapping[T, str] = STORAGE,
-              scalars: Sequence[tuple[str, object]] = ()) -> ElementWisePlan:
-        """``module``: the row's generated kernel module; ``variant``: which of its chunk
-        kernels; ``inputs``: (bind point, data type, strides); ``output``: (bind point, data type,
-        sizes, strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a
-        bitwise row). Compiles (or loads from the disk cache) the chunk kernel now."""
+              scalars: Sequence[tuple[str, T | None]] = ()) -> ElementWisePlan:
+        """``module``: the row's generated kernel module; ``variant``: which of its chunk kernels;
+        ``inputs``: (bind point, data type, strides); ``output``: (bind point, data type, sizes,
+        strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a bitwise
+        row); ``scalars``: (bind point, data type or None if absent) of 1-element tensors whose
+        values become p0, p1 … at dispatch (an absent one: 0). Compiles (or loads from the disk
+        cache) the chunk kernel now."""
         out_name, out_type, sizes, out_strides = output
         none = [0] * len(sizes)  # an absent input: its one zero, everywhere
         c = collapse(sizes, *[none if s is None else s for _, _, s in inputs], out_strides)
@@ -84,8 +87,7 @@ class ElementWisePlan:
         storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
             [storage_of[out_type]]
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
-        read = tuple((name if t is not None else None,
-                      STORAGE[t.data_type] if t is not None else "uint8")  # type: ignore[attr-defined]
+        read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
         return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs), out_name,
                    int64s(c[0]), tuple(strides), params, kind, aux, read)
