@@ -45,7 +45,7 @@ from .errors import (
 from .execution import CommandList, InitializerDispatch, OperatorDispatch
 from .featurelevels import EMULATED_LEVELS, MAX_EMULATED, default_level, level_name, parse_level
 from .registry import OperatorSpec, not_executable, validate_operator
-from .validation import Tensor, Validated
+from .validation import Tensor, Validated, labelled
 
 T = DML_TENSOR_DATA_TYPE
 # Data types CheckFeatureSupport reports as supported: every type but the 4-bit ones, which
@@ -240,6 +240,12 @@ class IDMLOperator:
         return self.validated.operator.name
 
 
+def _slots(name: str, value: Tensor | tuple[Tensor, ...] | None
+           ) -> list[tuple[str, Tensor | None]]:
+    """A tensor field's bind points: one per tensor of an array, one (None) if absent."""
+    return [*labelled(name, value)] or [(name, None)]
+
+
 class IDMLCompiledOperator:
     """A compiled operator: dispatchable once initialized (exactly once)."""
 
@@ -251,9 +257,11 @@ class IDMLCompiledOperator:
         self._owned: dict[str, np.ndarray] = {}
         v = op.validated
         # Bind points in binding order, with their tensors (None: absent); fixed for the operator.
-        self._slots = {kind: [(f.name, v.tensor(f.name)) for f in fields]
-                       for kind, fields in (("input", v.schema.inputs),
-                                            ("output", v.schema.outputs))}
+        # A tensor array (JOIN's InputTensors, QUANTIZE's QuantizationTensors) takes one bind
+        # point per tensor, labelled ``Field[i]``, as DirectML counts an operator's inputs.
+        self._slots: dict[str, list[tuple[str, Tensor | None]]] = {
+            kind: [slot for f in fields for slot in _slots(f.name, v.tensor(f.name))]
+            for kind, fields in (("input", v.schema.inputs), ("output", v.schema.outputs))}
 
     @property
     def name(self) -> str:

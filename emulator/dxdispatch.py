@@ -1277,18 +1277,32 @@ class Runner:
         return DML_BUFFER_BINDING(Buffer=res.buffer, Offset=offset, SizeInBytes=size)
 
     def _bind_points(self, d: Dispatchable, bindings: Bindings) -> tuple[list[Any], list[Any]]:
-        def one(f: Field) -> Any:
-            src = bindings.get(f.name)
+        """One DML_BINDING_DESC per bind point of the compiled operator (None: nothing bound). A
+        tensor array (JOIN's InputTensors) has one bind point per tensor, each bound to the
+        matching entry of the binding's list, as DxDispatch flattens them."""
+        assert d.compiled is not None
+
+        def one(name: str) -> Any:
+            field, _, index = name.partition("[")
+            src = bindings.get(field)
             if src is None:
                 return None
-            if isinstance(src, list):
-                return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER_ARRAY,
-                                        Desc=DML_BUFFER_ARRAY_BINDING(Bindings=[
-                                            self._binding(s) for s in src]))
+            if index:
+                i = int(index[:-1])
+                if not isinstance(src, list):
+                    src = [src]
+                if i >= len(src):
+                    raise ModelError(f"bindings.{field}: {len(src)} binding(s) given for a "
+                                     f"tensor array of more tensors (no binding for {name})")
+                src = src[i]
+            elif isinstance(src, list):
+                raise ModelError(f"bindings.{field}: an array of bindings was given for a "
+                                 "bind point that takes one tensor")
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER,
                                     Desc=self._binding(src))
 
-        return [one(f) for f in d.schema.inputs], [one(f) for f in d.schema.outputs]
+        return ([one(n) for n, _ in d.compiled._tensors("input")],
+                [one(n) for n, _ in d.compiled._tensors("output")])
 
     def _table(self, dispatchable: Any) -> Any:
         need = dispatchable.GetBindingProperties().RequiredDescriptorCount

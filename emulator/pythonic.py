@@ -15,6 +15,7 @@ from descriptors import (
     NUMPY_DTYPE,
 )
 
+from . import nibbles
 from .cvalues import as_list, show
 from .errors import invalid_arg
 from .execution import CommandList, CommandQueue
@@ -27,11 +28,16 @@ if TYPE_CHECKING:
 
 def _per_field(values: Any, names: list[str], what: str, op_name: str,
                absent: frozenset[str] = frozenset()) -> list[Any]:
-    """One value per bind point. Trailing bind points whose tensor is absent (null) in the desc
-    may be left out."""
+    """One value per bind point (a tensor array's tensors each have one, ``Field[i]``). Trailing
+    bind points whose tensor is absent (null) in the desc may be left out."""
     if values is None:
         return [None] * len(names)
     if isinstance(values, Mapping):
+        # A tensor array may be given under its field name as a list: one entry per tensor.
+        values = {f"{k}[{i}]" if f"{k}[{i}]" in names else k: x
+                  for k, v in values.items()
+                  for i, x in (enumerate(v) if f"{k}[0]" in names and isinstance(v, (list, tuple))
+                               else [(0, v)])}
         unknown = set(values) - set(names)
         if unknown:
             raise invalid_arg(f"execute ({op_name}): {what} {sorted(unknown)} are not bind points "
@@ -60,13 +66,17 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
     A ``Buffer`` or a uint8 array are bytes (at least the tensor's TotalTensorSizeInBytes; for a
     UINT8 tensor, a 1-D uint8 array not shaped like it). A numpy array of another dtype must be of
     the tensor's DataType and, for a packed desc, of its Sizes.
-    A Python number or (nested) list is converted to the tensor's type and Sizes (inputs only)."""
+    A Python number or (nested) list is converted to the tensor's type and Sizes (inputs only).
+    A 4-bit (UINT4/INT4) input takes its values as integers, packed here two per byte."""
     where = f"execute ({op_name}): {'output' if output else 'input'} {point}"
     need = t.total_bytes
-    dtype = t.dtype if t.data_type in NUMPY_DTYPE else None
+    four = t.data_type in nibbles.FOUR_BIT
+    dtype = nibbles.LOGICAL[t.data_type] if four else \
+        t.dtype if t.data_type in NUMPY_DTYPE else None
     # uint8 arrays are raw bytes, but for a UINT8 tensor only when 1-D and not shaped like it.
+    # A 4-bit output can only be bytes.
     raw = isinstance(x, np.ndarray) and x.dtype == np.uint8 and (
-        dtype != np.uint8 or (x.ndim == 1 and tuple(x.shape) != t.sizes))
+        dtype != np.uint8 or (x.ndim == 1 and tuple(x.shape) != t.sizes) or (four and output))
     if isinstance(x, Buffer) or raw:
         size = x.size_in_bytes if isinstance(x, Buffer) else x.nbytes
         extent = (1 + sum((n - 1) * s for n, s in zip(t.sizes, t.strides))) * t.element_size
@@ -74,8 +84,8 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
             raise invalid_arg(f"{where}: {size} bytes given; the tensor needs {need} "
                               "(TotalTensorSizeInBytes)")
         return x if size >= need else Buffer.from_array(x)  # pad the last word of an input
-    if isinstance(x, np.ndarray):
-        if dtype is None or x.dtype != dtype:
+    if isinstance(x, np.ndarray) and not (four and not output):
+        if dtype is None or x.dtype != dtype or four:
             raise invalid_arg(
                 f"{where}: a {x.dtype} array was given for a {_dtype_name(t)} tensor (pass "
                 f"{dtype or 'uint8 bytes'} data, or the raw bytes as a uint8 array)")
@@ -98,19 +108,26 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
                           "is passed as raw bytes (a uint8 array or an emulator.Buffer)")
     try:
         with np.errstate(all="raise"):
-            arr = np.asarray(x, dtype=dtype)
+            arr = np.asarray(x, dtype=None if four else dtype)
     except (TypeError, ValueError, OverflowError, FloatingPointError) as e:
         shown = repr(x) if isinstance(x, str) and len(x) <= 40 else show(x)
         raise invalid_arg(f"{where}: {shown} cannot be converted to {_dtype_name(t)}: "
                           f"{e}") from None
     if arr.ndim == 0:
-        arr = np.full(t.sizes, arr, dtype=dtype)
+        arr = np.full(t.sizes, arr, dtype=None if four else dtype)
     elif arr.size == t.element_count:
         arr = arr.reshape(t.sizes)
     else:
         raise invalid_arg(f"{where}: {arr.size} values given; the tensor's Sizes {t.sizes} hold "
                           f"{t.element_count}")
     buf = Buffer(need)
+    if four:
+        lo, hi = nibbles.RANGE[t.data_type]
+        if arr.dtype.kind not in "iub" or arr.min() < lo or arr.max() > hi:
+            raise invalid_arg(f"{where}: {show(x)} given; a {_dtype_name(t)} tensor holds the "
+                              f"integers {lo} to {hi}")
+        nibbles.write(t.data_type, t.sizes, t.strides, resource_bytes(buf, where), arr)
+        return buf
     t.view(resource_bytes(buf, where))[...] = arr
     return buf
 
@@ -156,5 +173,6 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
     recorder.RecordDispatch(commands, compiled, table)
     commands.Close()
     queue.ExecuteCommandLists([commands])
-    return [t.view(resource_bytes(b, "execute"))
+    return [nibbles.read(t.data_type, t.sizes, t.strides, resource_bytes(b, "execute"))
+            if t.data_type in nibbles.FOUR_BIT else t.view(resource_bytes(b, "execute"))
             for b, (_, t) in zip(out_buffers, outs) if t is not None]

@@ -211,10 +211,14 @@ def cast(x: np.ndarray, out: np.dtype) -> np.ndarray:
 
 def quantize_linear(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None,
                     out: np.dtype) -> np.ndarray:
-    """clamp(round(x / scale) + zero_point, Min, Max): round halves to even (a decision), the
-    clamp to the output type's range (NaN: 0, as CAST)."""
+    """clamp(round(x / scale) + zero_point, Min, Max): x / scale in float32 for a float x (in
+    float64 for an integer one), halves rounded to even (decisions), the clamp to the output
+    type's range (NaN: 0, as CAST)."""
     zp = 0 if zero_point is None else zero_point.astype(np.float64)
-    q = np.rint(x.astype(np.float64) / scale.astype(np.float64)) + zp
+    wide = np.float32 if x.dtype.kind == "f" else np.float64
+    with np.errstate(all="ignore"):
+        quotient = x.astype(wide) / scale.astype(wide)
+    q = np.rint(quotient.astype(np.float64)) + zp
     return cast(q, out)
 
 

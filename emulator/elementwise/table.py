@@ -254,9 +254,10 @@ ROWS: tuple[Row, ...] = (
     # CAST: the conversion is the store's (decisions: floats rounded once; to integers truncated
     # toward zero and saturated, NaN 0, as Direct3D converts; integers wrapped, as C).
     Row(OP.DML_OPERATOR_CAST, "a", "a", ref.cast, output="cast"),
-    # Linear quantization: computed in float64 (one rounding for DEQUANTIZE's float output;
-    # QUANTIZE's division rounded to nearest even, then saturated); an absent zero point is 0.
-    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR, "np.rint(a / b) + c",
+    # Linear quantization: a float input divided by the scale in float32 (as ONNX's test vectors
+    # need), an INT32 one in float64; the quotient rounded to nearest even, then saturated.
+    # DEQUANTIZE in float64, rounded once to its float output. An absent zero point is 0.
+    Row(OP.DML_OPERATOR_ELEMENT_WISE_QUANTIZE_LINEAR, "np.rint(np.float32(a) / np.float32(b)) + c",
         "np.rint(np.float64(a) / b) + c", ref.quantize_linear, loads=("", "f", "i"),
         store="store_saturated"),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR, None,

@@ -11,7 +11,7 @@ from ...kernels.jit import inline
 
 @inline
 def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
-    return np.rint(a / b) + c
+    return np.rint(np.float32(a) / np.float32(b)) + c
 
 
 @inline
