@@ -600,3 +600,35 @@ def test_upstream_image_io_reads_its_jpeg(capsys, tmp_path, pixels):
     code, out, err = cli(capsys, "run", tmp_path / "image_io.json")
     assert code == 2 and out == ""
     assert "E_NOTIMPL: DML_OPERATOR_CONVOLUTION is valid" in err
+
+
+def test_a_tensor_array_binds_one_source_per_tensor(capsys, tmp_path):
+    """QUANTIZE's QuantizationTensors bound from an array of sources (scale, then zero point),
+    one of them at an element offset (16-byte aligned) of a shared resource; a single source for an array of two
+    tensors is a model error."""
+    model = {
+        "resources": {
+            "x": {"initialValuesDataType": "FLOAT32", "initialValues": [0.5, 1.5, 7, -7]},
+            "params": {"initialValuesDataType": "FLOAT32", "initialValues": [9, 9, 9, 9, 0.5, 2]},
+            "zp": {"initialValuesDataType": "INT8", "initialValues": [1, -1, 0, 0]},
+            "y": {"initialValuesDataType": "INT8", "initialValues": {"valueCount": 4, "value": 0}},
+        },
+        "dispatchables": {"q": {"type": "DML_OPERATOR_QUANTIZE", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [2, 2]},
+            "QuantizationType": "DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT",
+            "QuantizationTensorCount": 2,
+            "QuantizationTensors": [{"DataType": "FLOAT32", "Sizes": [2, 1]},
+                                    {"DataType": "INT8", "Sizes": [2, 1]}],
+            "OutputTensor": {"DataType": "INT8", "Sizes": [2, 2]}}}},
+        "commands": [{"type": "dispatch", "dispatchable": "q", "bindings": {
+            "InputTensor": "x", "QuantizationTensors": [{"name": "params", "elementOffset": 4},
+                                                        "zp"],
+            "OutputTensor": "y"}},
+            {"type": "print", "resource": "y"}],
+    }
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    # rows scaled by 0.5 and 2, zero points 1 and -1: [1+1, 3+1], [round(3.5)-1, round(-3.5)-1]
+    assert cli(capsys, "run", tmp_path / "m.json") == (0, "Resource 'y': 2, 4, 3, -5\n", "")
+    model["commands"][0]["bindings"]["QuantizationTensors"] = "params"
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    one_line_error(*cli(capsys, "run", tmp_path / "m.json"), "no binding for QuantizationTensors[1]")
