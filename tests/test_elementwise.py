@@ -405,7 +405,8 @@ def test_vectorised_float32_math_within_one_ulp(device, row):
         rng.uniform(-100, 100, 80_000).astype(np.float32),
         (rng.standard_normal(20_000) * 1e-4).astype(np.float32),
         np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, -87.33655, -103.97,
-                  -103.98, 1e-45, -1e-45, 0.0625, -0.0625, 9.01, -9.01], np.float32)])
+                  -103.98, 1e-45, -1e-45, 0.0625, -0.0625, 9.01, -9.01, 1.0, -1.0,
+                  0.99999994, 1.0000001, 3.9999998, 4.0, -4.0000005, 44.9, 45.1], np.float32)])
     op = desc_of(row, {"InputTensor": tensor_desc(x), "OutputTensor": tensor_desc(x)}, {})
     [y] = device.execute(op, [x])
     want = compute(row, device.CreateOperator(op).validated.values, [x])

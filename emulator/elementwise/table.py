@@ -105,7 +105,8 @@ class Row:
         return self.params(v) if self.params is not None else ()
 
 
-VMATH = {"math.exp": "exp64(a)", "math.tanh": "tanh64(a)"}  # libm function: kernels/vmath.py
+# libm function -> its vectorisable FLOAT32/FLOAT16 version (kernels/vmath.py)
+VMATH = {"math.exp": "exp32(a)", "math.tanh": "tanh64(a)", "math.erf": "erf64(a)"}
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
 # that is not NaN where one is.

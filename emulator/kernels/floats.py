@@ -46,6 +46,7 @@ def float_to_half(typingctx, value):  # pragma: no cover - code generation
 
 @intrinsic
 def float_bits(typingctx, value):  # pragma: no cover - code generation
+    """The encoding (uint32) of a float32."""
     if value != types.float32:
         return None
 
@@ -57,7 +58,9 @@ def float_bits(typingctx, value):  # pragma: no cover - code generation
 
 @intrinsic
 def bits_float(typingctx, bits):  # pragma: no cover - code generation
-    if bits != types.uint32:
+    """The float32 whose encoding is ``bits`` (any integer, taken modulo 2**32: Numba widens
+    int32 arithmetic to int64)."""
+    if not isinstance(bits, types.Integer):
         return None
 
     def codegen(context, builder, sig, args):
@@ -76,6 +79,33 @@ def bits_double(typingctx, bits):  # pragma: no cover - code generation
         return builder.bitcast(args[0], ir.DoubleType())
 
     return types.float64(types.int64), codegen
+
+
+@intrinsic
+def double_bits(typingctx, value):  # pragma: no cover - code generation
+    """The encoding (int64) of a float64."""
+    if value != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # pragma: no cover - code generation
+    """a·b + c with one rounding, for three float64 or three float32 values (llvm.fma: a vector
+    FMA where the CPU has one)."""
+    if not (a == b == c and a in (types.float64, types.float32)):
+        return None
+    t = ir.DoubleType() if a == types.float64 else ir.FloatType()
+
+    def codegen(context, builder, sig, args):
+        fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
+        return builder.call(fn, args)
+
+    return a(a, a, a), codegen
 
 
 @inline

@@ -5,7 +5,10 @@
   an empty namespace package that shadows the real one): in the user's cache folder
   (``$XDG_CACHE_HOME/dml-emulator/<version>`` on Linux, ``~/Library/Caches`` on macOS,
   ``%LOCALAPPDATA%`` on Windows), a folder per version and per install location, so two installs
-  never load each other's kernels. ``NUMBA_CACHE_DIR`` still wins.
+  never load each other's kernels. ``NUMBA_CACHE_DIR`` still wins. Numba checks only the stamp
+  of a kernel's own source file, not of the helpers inlined into it, so the folder name also
+  carries a hash of the shared helper modules (``HELPERS``): changing one (a new ``exp32``)
+  starts a fresh cache instead of loading kernels built with the old helper.
 - ``parallel=True``: kernels use ``numba.prange`` over independent work items.
 - ``nogil=True``: Python threads sharing a device can run kernels concurrently.
 - ``fastmath=False``: results must match the NumPy references bit for bit or within stated ULPs;
@@ -18,6 +21,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import sys
 import threading
@@ -33,11 +38,19 @@ from numba.misc.appdirs import AppDirs
 PACKAGE = Path(__file__).resolve().parent.parent
 
 
+# The modules whose functions are inlined into other modules' kernels.
+HELPERS = (*sorted(Path(__file__).resolve().parent.glob("*.py")),
+           PACKAGE / "elementwise" / "scalar.py")
+
+
+@functools.cache
 def cache_root() -> Path:
     """Where this install's kernels are cached (unless NUMBA_CACHE_DIR says otherwise)."""
     from .. import __version__
 
-    return Path(AppDirs(appname="dml-emulator", appauthor=False).user_cache_dir) / __version__
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in HELPERS)).hexdigest()[:12]
+    return Path(AppDirs(appname="dml-emulator", appauthor=False).user_cache_dir) / \
+        f"{__version__}-{digest}"
 
 
 class _UserCacheLocator(caching.UserWideCacheLocator):
