@@ -214,40 +214,6 @@ class MVNPlan:
 
 
 @dataclass(frozen=True, eq=False)
-class UnaryPlan:
-    """An elementwise activation (or, with a slope tensor, PARAMETERIZED_RELU) over any strides."""
-
-    element_size: int
-    sizes: np.ndarray
-    x_strides: np.ndarray
-    slope_strides: np.ndarray
-    y_strides: np.ndarray
-    kind: int
-    p0: float
-    p1: float
-    slope: str | None = None
-
-    @classmethod
-    def build(cls, element_size: int, sizes: Sequence[int], x: Sequence[int], y: Sequence[int],
-              kind: int = 0, p0: float = 0.0, p1: float = 0.0,
-              slope: Sequence[int] | None = None, slope_name: str | None = None) -> UnaryPlan:
-        slope_strides = slope if slope is not None else [0] * len(sizes)
-        c, cx, cs, cy = collapse(sizes, x, slope_strides, y)
-        return cls(element_size, int64s(c), int64s(cx), int64s(cs), int64s(cy), kind, p0, p1,
-                   slope_name)
-
-    def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from .kernels.activation import unary
-
-        slope = (float_view(regions[self.slope], self.element_size) if self.slope
-                 else _NO_TENSOR[self.element_size])
-        unary(float_view(regions["InputTensor"], self.element_size), 0, slope, 0,
-              float_view(regions["OutputTensor"], self.element_size), 0, self.sizes,
-              self.x_strides, self.slope_strides, self.y_strides, self.kind, self.p0, self.p1,
-              self.slope is not None)
-
-
-@dataclass(frozen=True, eq=False)
 class SoftmaxPlan:
     """SOFTMAX (0), LOG_SOFTMAX (1) or HARDMAX (2) along the last dimension of every row."""
 

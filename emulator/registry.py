@@ -30,12 +30,10 @@ from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
 from .fieldtypes import check_fields
 from .ops import (
-    activation,
     adam_optimizer,
     dynamic_quantize_linear,
     mvn,
     mvn1,
-    prelu,
     qlmm,
     slice1,
     softmax,
@@ -68,10 +66,8 @@ EXECUTABLE: dict[DML_OPERATOR_TYPE, Any] = {
     OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION: mvn,
     OP.DML_OPERATOR_MEAN_VARIANCE_NORMALIZATION1: mvn1,
     OP.DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: qlmm,
-    OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU: prelu,
     OP.DML_OPERATOR_DYNAMIC_QUANTIZE_LINEAR: dynamic_quantize_linear,
     OP.DML_OPERATOR_ADAM_OPTIMIZER: adam_optimizer,
-    **{op: activation.module(op) for op in activation.BY_OPERATOR},
     **{op: softmax.module(op) for op in softmax.OPERATORS},
     **{row.operator: elementwise.module(row.operator) for row in elementwise.ROWS},
     **{op: blockwise.module(op) for op in blockwise.ROW_OF},

@@ -358,9 +358,10 @@ def test_interleaved_outputs_that_do_not_overlap_are_accepted():
                                              desc(DML_TENSOR_DATA_TYPE_INT64, [1, 3]),
                                              desc(DML_TENSOR_DATA_TYPE_UINT64, [1, 3]), 1, 3, 1),
      "InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT64"),
-    ("5_1", lambda: DML_ACTIVATION_RELU_OPERATOR_DESC(desc(DML_TENSOR_DATA_TYPE_INT32, [4]),
-                                                      desc(DML_TENSOR_DATA_TYPE_INT32, [4])),
-     "InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT32"),
+    ("5_0", lambda: DML_TOP_K_OPERATOR_DESC(desc(DML_TENSOR_DATA_TYPE_INT64, [1, 1, 1, 6]),
+                                            desc(DML_TENSOR_DATA_TYPE_INT64, [1, 1, 1, 3]),
+                                            desc(DML_TENSOR_DATA_TYPE_UINT64, [1, 1, 1, 3]), 3, 3),
+     "InputTensor.DataType = DML_TENSOR_DATA_TYPE_INT64"),
 ])
 def test_a_type_a_later_band_admits_but_the_kernel_lacks_is_e_notimpl_at_compile(level, make, field):
     op = DML_OPERATOR_DESC(Desc=make())

@@ -138,6 +138,10 @@ def params_for(row, rng, dt) -> dict:
         out["RoundingMode"] = DML_ROUNDING_MODE(int(rng.integers(0, 3)))
     if "InfinityMode" in fields:
         out["InfinityMode"] = DML_IS_INFINITY_MODE(int(rng.integers(0, 3)))
+    for name in ("Alpha", "Beta", "Gamma", "Steepness", "Bias", "Threshold",
+                 "SigmoidInputScale"):  # the activations' attributes
+        if name in fields and name not in out:
+            out[name] = float(rng.choice([0.25, 1.0, 1.5, 3.0]))
     return out
 
 
@@ -312,7 +316,8 @@ def test_every_row_is_registered_with_its_types():
             continue
         types = set(REGISTRY[row.operator].kernel_types)
         assert (row.float_body is not None or row.bitwise) == (set(FLOAT_TYPES) <= types)
-        assert (row.int_body is not None or row.output == "flag") == (set(INT_TYPES) <= types)
+        integers = row.int_body is not None or row.int_as_float or row.output == "flag"
+        assert integers == (set(INT_TYPES) <= types)
 
 
 def cast(device, x: np.ndarray, out_dtype) -> np.ndarray:

@@ -36,6 +36,8 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
     kernel_types = _kernel_types(row)
 
     def validate(ctx: Context, v: SimpleNamespace) -> None:
+        if row.rules is not None:
+            row.rules(ctx, v)
         v.fused = check_fused(ctx, v.FusedActivation) if row.fused else None
 
     def plan(v: SimpleNamespace) -> ElementWisePlan:
@@ -61,7 +63,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
         elif row.bitwise:
             variant, storage = "i", BITS
         elif kind_of not in FLOAT_TYPES:
-            variant = "i"
+            variant = "i_f" if row.int_as_float else "i"
         elif row.exact32 and kind_of != T.DML_TENSOR_DATA_TYPE_FLOAT64:
             variant = "f32"
         elif row.fast32 and kind_of != T.DML_TENSOR_DATA_TYPE_FLOAT64:
@@ -113,7 +115,7 @@ def _kernel_types(row: Row) -> tuple[T, ...]:
     if row.bitwise or row.loads or row.output in ("cast", "pow"):
         return FLOAT_TYPES + INT_TYPES
     out: tuple[T, ...] = FLOAT_TYPES if row.float_body is not None else ()
-    if row.int_body is not None or row.output == "flag":  # a flag is written to an integer
+    if row.int_body is not None or row.int_as_float or row.output == "flag":  # a flag: integer
         out += INT_TYPES
     return out
 
@@ -158,6 +160,12 @@ def _same_kind(row: Row, v: SimpleNamespace, arrays: list[np.ndarray], out_dtype
         if row.output == "flag":
             return y.astype(out_dtype)
         return y.astype(f"u{out_dtype.itemsize}").view(out_dtype)
+    if arrays[-1].dtype.kind != "f" and row.int_as_float:  # float64, converted as CAST
+        xs = [a.astype(np.float64) for a in arrays]
+        if row.scale_bias:
+            xs[0] = _scale_bias(v, xs[0])
+        y = row.reference(*xs, *params)
+        return ref.cast(np.asarray(y, np.float64), out_dtype)
     if arrays[-1].dtype.kind != "f" and row.scale_bias and v.ScaleBias is not None:
         x = _scale_bias(v, arrays[0].astype(np.float64))
         return ref.cast(np.asarray(row.reference(x, *params), np.float64), out_dtype)

@@ -33,12 +33,13 @@ where the row allows, the chunk kernels (``VARIANTS``):
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from ..kernels import vmath
+from ..kernels import activation, vmath
 from . import scalar
 from .table import ROWS, Row
 
@@ -85,6 +86,8 @@ VARIANTS = {
     "i": Variant("i"),
     # ScaleBias on an integer tensor: float64 arithmetic, then converted as CAST converts.
     "i_sb": Variant("f", scale_bias=True, store="store_saturated", reads="ccc"),
+    # An int_as_float row's integer tensors: the same without ScaleBias.
+    "i_f": Variant("f", store="store_saturated", reads="ccc"),
     # CAST, by (input kind, output kind): the store does the conversion.
     "cast_ff32": Variant("f", "load32", store="store"),  # from FLOAT32/16
     "cast_ff64": Variant("f", store="store"),  # from FLOAT64
@@ -118,7 +121,9 @@ def variants(row: Row) -> list[str]:
     if row.float_body is not None:
         out += (["f32"] if row.exact32 else []) + (["v32"] if row.fast32 else []) + ["f64"]
         out += ["f64_sb"] if row.scale_bias else []
-        out += ["i_sb"] if row.scale_bias and row.int_body is not None else []
+        out += ["i_sb"] if row.scale_bias and (row.int_body is not None or row.int_as_float) \
+            else []
+        out += ["i_f"] if row.int_as_float else []
         if row.fused:
             out += (["f32_relu"] if row.exact32 else []) + ["f64_act"]
     if row.int_body is not None:
@@ -198,16 +203,18 @@ def module_source(row: Row) -> str:
         body += _scalar("f_i", row.int_body)
     for v in kinds:
         body += _chunk(row, v)
-    used = [f for f in ("load32", "load64", "relu", "store", "store_int", "store_saturated")
-            if f"{f}(" in body]
+    def called(names: tuple[str, ...]) -> list[str]:
+        return [f for f in names if re.search(rf"\b{f}\(", body)]
+
     imports = ("import math\n\n" if "math." in body else "") + "import numpy as np\n\n"
-    imports += f"from ...kernels.floats import {', '.join(used)}\n"
-    imports += "from ...kernels.jit import inline\n"
-    if "call_activation(" in body:
-        imports += "from ...kernels.strided import call_activation\n"
-    fast = [h for h in vmath.FUNCTIONS if f"{h}(" in body]
-    if fast:
-        imports += f"from ...kernels.vmath import {', '.join(fast)}\n"
+    kernels = {  # module of emulator/kernels -> the names the bodies call from it
+        "activation": called(activation.FUNCTIONS),
+        "floats": called(("load32", "load64", "relu", "store", "store_int", "store_saturated")),
+        "jit": ["inline"], "strided": called(("call_activation",)),
+        "vmath": called(vmath.FUNCTIONS)}
+    for module, names in sorted(kernels.items()):
+        if names:
+            imports += f"from ...kernels.{module} import {', '.join(names)}\n"
     helpers = [h for h in scalar.HELPERS if f"{h}(" in body]
     if helpers:
         imports += f"from ..scalar import {', '.join(helpers)}\n"

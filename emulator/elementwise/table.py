@@ -33,7 +33,15 @@ A row says what the operator computes, once, for everything that needs it:
 - ``bitwise``: the operator works on the native encoding, so every tensor is handled as the
   unsigned integer of its width (FLOAT16/32/64 included: bits are copied, never converted);
 - ``scale_bias`` / ``fused``: whether the desc has ScaleBias (applied to each input before the
-  function) or a FusedActivation (applied to the result).
+  function) or a FusedActivation (applied to the result);
+- ``int_as_float``: integer tensors are computed with the float body in float64 and the result
+  converted as CAST converts (CONSTANT_POW's FLOAT Exponent, SHRINK's FLOAT Bias and Threshold);
+- ``rules``: the operator's own validation rules beyond its support entry (an activation's
+  attribute rules), ``rules(ctx, v)``.
+
+The standalone activations (ACTIVATION_*) are rows too, built from the activation table
+(``emulator.activations``): their bodies call ``kernels/activation.py``'s scalar functions, the
+ones every fused activation runs through.
 
 ``generate.py`` writes one kernel module per row from this table (``kernels/``), so adding an
 operator is adding a row and regenerating. Semantics and page facts: docs/elementwise-pages.md;
@@ -51,7 +59,7 @@ import numpy as np
 
 from descriptors import DML_OPERATOR_TYPE, SCHEMA
 
-from ..activations import _max, _min
+from ..activations import ACTIVATIONS, Activation, _max, _min, params_of
 from . import references as ref
 
 OP = DML_OPERATOR_TYPE
@@ -75,6 +83,8 @@ class Row:
     scalars: tuple[str, ...] = ()
     scale_bias: bool = False
     fused: bool = False
+    int_as_float: bool = False
+    rules: Callable[[Any, SimpleNamespace], None] | None = None
 
     @property
     def name(self) -> str:
@@ -178,8 +188,10 @@ ROWS: tuple[Row, ...] = (
         exact32=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_FLOOR, "np.floor(a)", None, np.floor,
         scale_bias=True, exact32=True),
+    # CONSTANT_POW on integers: float64 pow, converted as CAST converts (POW's rule for an integer
+    # base with a float exponent).
     Row(OP.DML_OPERATOR_ELEMENT_WISE_CONSTANT_POW, "math.pow(a, p0)", None, ref.pow_,
-        lambda v: (float(v.Exponent),), ulp=1, scale_bias=True),
+        lambda v: (float(v.Exponent),), ulp=1, scale_bias=True, int_as_float=True),
     Row(OP.DML_OPERATOR_ELEMENT_WISE_THRESHOLD, D3D_MAX.replace("b", "p0"),
         "a if at_least(a, p0) else ceil_into(a, p0)", ref.threshold,
         lambda v: (float(v.Min),), scale_bias=True, exact32=True),
@@ -264,6 +276,38 @@ ROWS: tuple[Row, ...] = (
     Row(OP.DML_OPERATOR_ELEMENT_WISE_DEQUANTIZE_LINEAR, None,
         "(np.float64(a) - np.float64(c)) * b", ref.dequantize_linear, loads=("i", "f", "i"),
         store="store"),
+)
+
+
+
+def _activation_row(act: Activation) -> Row:
+    """A standalone activation as a row: its scalar function (kernels/activation.py), its
+    parameters in table order, its formula as the reference, its attribute rules."""
+    from ..ops.activation import check_attributes
+
+    op = act.operator
+    return Row(
+        op, f"a_{act.name.lower()}(a, p0, p1)", _ACTIVATION_INT.get(op),
+        lambda x, *p: act.reference(x, *p),
+        lambda v: params_of(act, v)[: len(act.params)],
+        ulp=0 if op in _ACTIVATION_EXACT else 1, exact32=op in _ACTIVATION_EXACT,
+        fast32=_ACTIVATION_FAST.get(op), int_as_float=op == OP.DML_OPERATOR_ACTIVATION_SHRINK,
+        rules=lambda ctx, v: check_attributes(ctx, act, v))
+
+
+# Activations whose formula is exact (a select or a copy): FLOAT32/16 computed in float32.
+_ACTIVATION_EXACT = {OP.DML_OPERATOR_ACTIVATION_IDENTITY, OP.DML_OPERATOR_ACTIVATION_RELU}
+_ACTIVATION_FAST = {OP.DML_OPERATOR_ACTIVATION_TANH: "tanh64(a)"}
+# Integer bodies where the support tables admit integer tensors (5_1): RELU's max(0, x) exactly;
+# SHRINK in float64 (int_as_float).
+_ACTIVATION_INT = {OP.DML_OPERATOR_ACTIVATION_RELU: "a if a > 0 else a - a",
+                   OP.DML_OPERATOR_ACTIVATION_SHRINK: None}
+
+ROWS += (
+    *(_activation_row(act) for act in ACTIVATIONS),
+    # PARAMETERIZED_RELU: x where x >= 0 (or NaN), else Slope·x; integers wrap as C's product.
+    Row(OP.DML_OPERATOR_ACTIVATION_PARAMETERIZED_RELU, "b * a if a < 0 else a",
+        "b * a if a < 0 else a", lambda x, slope: np.where(x < 0, slope * x, x), exact32=True),
 )
 
 BY_OPERATOR: dict[DML_OPERATOR_TYPE, Row] = {r.operator: r for r in ROWS}

@@ -8,8 +8,8 @@ follow the page's formula literally, as the table's references do (``emulator.ac
 comparisons with NaN are false and Direct3D's max/min return the operand that is not NaN, so
 RELU, HARD_SIGMOID, THRESHOLDED_RELU, CELU and SHRINK map NaN to a number.
 
-``unary`` runs an elementwise activation over any strides (with an optional per-element slope
-for PARAMETERIZED_RELU); ``softmax_rows`` the row-wise SOFTMAX, LOG_SOFTMAX and HARDMAX.
+Each activation is one scalar function (``a_<name>``), which the standalone activation operators'
+element-wise rows call too; ``softmax_rows`` runs the row-wise SOFTMAX, LOG_SOFTMAX and HARDMAX.
 """
 
 from __future__ import annotations
@@ -20,125 +20,193 @@ import numpy as np
 
 from .floats import load64, store
 from .index import offsets4
-from .jit import helper, kernel, prange
+from .jit import helper, inline, kernel, prange
 
-ROW_BLOCK = 2048  # elements converted, activated and stored together
 IDENTITY, RELU = 0, 6  # the kinds other kernels special-case (numbers of emulator.activations)
 
 
-@helper
+@inline
 def softplus(z):  # pragma: no cover
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
+# One scalar function per activation, f(v, p0, p1) in the value's precision: the formula of
+# ``emulator.activations`` with Direct3D's max/min. ``activate`` loops over them (the epilogue of
+# MVN and of element-wise hosts), and the element-wise rows of the standalone activations call
+# them (``emulator/elementwise/table.py``), so each formula is written once.
+
+
+@inline
+def a_identity(v, p0, p1):  # pragma: no cover
+    return v
+
+
+@inline
+def a_linear(v, p0, p1):  # pragma: no cover
+    return p0 * v + p1
+
+
+@inline
+def a_sigmoid(v, p0, p1):  # pragma: no cover
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+@inline
+def a_hard_sigmoid(v, p0, p1):  # pragma: no cover
+    """max(0, min(Alpha·x + Beta, 1)) with D3D's min/max, so NaN gives 1; +0 for ±0."""
+    y = p0 * v + p1
+    m = y if y < 1.0 else 1.0
+    return m if m > 0.0 else 0.0
+
+
+@inline
+def a_tanh(v, p0, p1):  # pragma: no cover
+    return math.tanh(v)
+
+
+@inline
+def a_scaled_tanh(v, p0, p1):  # pragma: no cover
+    return p0 * math.tanh(p1 * v)
+
+
+@inline
+def a_relu(v, p0, p1):  # pragma: no cover
+    """max(0, x) with D3D's max: +0 for NaN and ±0 (a select vectorises)."""
+    return v if v > 0.0 else 0.0
+
+
+@inline
+def a_leaky_relu(v, p0, p1):  # pragma: no cover
+    return v if v >= 0 else p0 * v
+
+
+@inline
+def a_thresholded_relu(v, p0, p1):  # pragma: no cover
+    return v if v > p0 else 0.0  # NaN > Alpha is false: 0
+
+
+@inline
+def a_elu(v, p0, p1):  # pragma: no cover
+    return v if v >= 0 else p0 * math.expm1(v)
+
+
+@inline
+def a_celu(v, p0, p1):  # pragma: no cover
+    """max(0, x) + min(0, Alpha·(exp(x/Alpha) - 1)), D3D's max/min."""
+    t = p0 * math.expm1(v / p0)
+    return (v if v > 0.0 else 0.0) + (t if t <= 0.0 else 0.0)
+
+
+@inline
+def a_scaled_elu(v, p0, p1):  # pragma: no cover
+    """Gamma·(Alpha·exp(x) - Alpha): the difference is +0 at x = ±0, hence the + 0.0."""
+    return p1 * v if v > 0 else p1 * (p0 * math.expm1(v) + 0.0)
+
+
+@inline
+def a_softplus(v, p0, p1):  # pragma: no cover
+    return softplus(p0 * v) / p0
+
+
+@inline
+def a_parametric_softplus(v, p0, p1):  # pragma: no cover
+    return p0 * softplus(p1 * v)
+
+
+@inline
+def a_softsign(v, p0, p1):  # pragma: no cover
+    return v / (1.0 + abs(v))  # ±inf: inf/inf = NaN, as the formula says
+
+
+@inline
+def a_shrink(v, p0, p1):  # pragma: no cover
+    return v - p0 if v > p1 else (v + p0 if v < -p1 else 0.0)  # NaN: 0
+
+
+@inline
+def a_gelu(v, p0, p1):  # pragma: no cover
+    return 0.5 * v * math.erfc(-v * 0.7071067811865476)  # -inf: -inf·0 = NaN, as the formula
+
+
+@inline
+def a_swish(v, p0, p1):  # pragma: no cover
+    """x·sigmoid(SigmoidInputScale·x)."""
+    return v * (1.0 / (1.0 + math.exp(-(p0 * v))))
+
+
+@inline
+def a_hard_swish(v, p0, p1):  # pragma: no cover
+    """x·HardSigmoid(x), HardSigmoid as a_hard_sigmoid."""
+    return v * a_hard_sigmoid(v, p0, p1)
+
+
+# The scalar function of each activation kind (numbered as in ``emulator.activations``).
+FUNCTIONS = ("a_identity", "a_linear", "a_sigmoid", "a_hard_sigmoid", "a_tanh", "a_scaled_tanh",
+             "a_relu", "a_leaky_relu", "a_thresholded_relu", "a_elu", "a_celu", "a_scaled_elu",
+             "a_softplus", "a_parametric_softplus", "a_softsign", "a_shrink", "a_gelu",
+             "a_swish", "a_hard_swish")
+
+
 @helper
 def activate(kind, buf, n, p0, p1):  # pragma: no cover
+    """``buf[:n] = f(buf[:n])`` for the activation ``kind``: one loop per kind, chosen once per
+    block, so each vectorises where its math allows."""
     if kind == IDENTITY:
         return
-    if kind == 1:  # LINEAR
+    if kind == 1:
         for i in range(n):
-            buf[i] = p0 * buf[i] + p1
-    elif kind == 2:  # SIGMOID
+            buf[i] = a_linear(buf[i], p0, p1)
+    elif kind == 2:
         for i in range(n):
-            buf[i] = 1.0 / (1.0 + math.exp(-buf[i]))
-    elif kind == 3:  # HARD_SIGMOID: max(0, min(y, 1)) with D3D's min/max, so NaN gives 1
+            buf[i] = a_sigmoid(buf[i], p0, p1)
+    elif kind == 3:
         for i in range(n):
-            y = p0 * buf[i] + p1
-            m = y if y < 1.0 else 1.0  # min(y, 1): 1 when y is NaN
-            buf[i] = m if m > 0.0 else 0.0  # max(0, m): +0 for m = ±0
-    elif kind == 4:  # TANH
+            buf[i] = a_hard_sigmoid(buf[i], p0, p1)
+    elif kind == 4:
         for i in range(n):
-            buf[i] = math.tanh(buf[i])
-    elif kind == 5:  # SCALED_TANH
+            buf[i] = a_tanh(buf[i], p0, p1)
+    elif kind == 5:
         for i in range(n):
-            buf[i] = p0 * math.tanh(p1 * buf[i])
-    elif kind == RELU:  # max(0, x) with D3D's max: +0 for NaN and ±0 (a select vectorises)
+            buf[i] = a_scaled_tanh(buf[i], p0, p1)
+    elif kind == RELU:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v if v > 0.0 else 0.0
-    elif kind == 7:  # LEAKY_RELU
+            buf[i] = a_relu(buf[i], p0, p1)
+    elif kind == 7:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v if v >= 0 else p0 * v
-    elif kind == 8:  # THRESHOLDED_RELU
+            buf[i] = a_leaky_relu(buf[i], p0, p1)
+    elif kind == 8:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v if v > p0 else 0.0  # NaN > Alpha is false: 0
-    elif kind == 9:  # ELU
+            buf[i] = a_thresholded_relu(buf[i], p0, p1)
+    elif kind == 9:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v if v >= 0 else p0 * math.expm1(v)
-    elif kind == 10:  # CELU: max(0, x) + min(0, Alpha·(exp(x/Alpha) - 1)), D3D's max/min
+            buf[i] = a_elu(buf[i], p0, p1)
+    elif kind == 10:
         for i in range(n):
-            v = buf[i]
-            t = p0 * math.expm1(v / p0)
-            buf[i] = (v if v > 0.0 else 0.0) + (t if t <= 0.0 else 0.0)
-    elif kind == 11:  # SCALED_ELU
+            buf[i] = a_celu(buf[i], p0, p1)
+    elif kind == 11:
         for i in range(n):
-            v = buf[i]
-            # Gamma·(Alpha·exp(x) - Alpha): the difference is +0 at x = ±0, hence the + 0.0
-            buf[i] = p1 * v if v > 0 else p1 * (p0 * math.expm1(v) + 0.0)
-    elif kind == 12:  # SOFTPLUS
+            buf[i] = a_scaled_elu(buf[i], p0, p1)
+    elif kind == 12:
         for i in range(n):
-            buf[i] = softplus(p0 * buf[i]) / p0
-    elif kind == 13:  # PARAMETRIC_SOFTPLUS
+            buf[i] = a_softplus(buf[i], p0, p1)
+    elif kind == 13:
         for i in range(n):
-            buf[i] = p0 * softplus(p1 * buf[i])
-    elif kind == 14:  # SOFTSIGN (±inf: inf/inf = NaN, as the formula says)
+            buf[i] = a_parametric_softplus(buf[i], p0, p1)
+    elif kind == 14:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v / (1.0 + abs(v))
-    elif kind == 15:  # SHRINK
+            buf[i] = a_softsign(buf[i], p0, p1)
+    elif kind == 15:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v - p0 if v > p1 else (v + p0 if v < -p1 else 0.0)  # NaN: 0
-    elif kind == 16:  # GELU (-inf: -inf·0 = NaN, as the formula says)
+            buf[i] = a_shrink(buf[i], p0, p1)
+    elif kind == 16:
         for i in range(n):
-            v = buf[i]
-            buf[i] = 0.5 * v * math.erfc(-v * 0.7071067811865476)
-    elif kind == 17:  # SWISH: x·sigmoid(SigmoidInputScale·x)
+            buf[i] = a_gelu(buf[i], p0, p1)
+    elif kind == 17:
         for i in range(n):
-            v = buf[i]
-            buf[i] = v * (1.0 / (1.0 + math.exp(-(p0 * v))))
-    elif kind == 18:  # HARD_SWISH: x·HardSigmoid(x), HardSigmoid as kind 3
+            buf[i] = a_swish(buf[i], p0, p1)
+    elif kind == 18:
         for i in range(n):
-            v = buf[i]
-            y = p0 * v + p1
-            m = y if y < 1.0 else 1.0
-            buf[i] = v * (m if m > 0.0 else 0.0)
-
-
-@kernel
-def unary(x, x_base, slope, slope_base, y, y_base, sizes, x_strides, slope_strides, y_strides,
-          kind, p0, p1, has_slope):  # pragma: no cover
-    """y = activation(x) elementwise over any strides; with ``has_slope``, PARAMETERIZED_RELU:
-    y = x if x >= 0 else slope * x."""
-    rank = sizes.shape[0]
-    inner = sizes[rank - 1]
-    xs, ss, ys = x_strides[rank - 1], slope_strides[rank - 1], y_strides[rank - 1]
-    rows = np.int64(1)
-    for k in range(rank - 1):
-        rows *= sizes[k]
-    blocks = (inner + ROW_BLOCK - 1) // ROW_BLOCK
-    for task in prange(rows * blocks):
-        row = task // blocks
-        j0 = (task - row * blocks) * ROW_BLOCK
-        n = min(inner, j0 + ROW_BLOCK) - j0
-        xr, sr, yr, _ = offsets4(row, sizes[: rank - 1], x_strides, slope_strides, y_strides,
-                                 y_strides)
-        xo, so, yo = x_base + j0 * xs + xr, slope_base + j0 * ss + sr, y_base + j0 * ys + yr
-        buf = np.empty(n, np.float64)
-        for j in range(n):
-            buf[j] = load64(x, xo + j * xs)
-        if has_slope:
-            for j in range(n):
-                v = buf[j]
-                if v < 0:
-                    buf[j] = load64(slope, so + j * ss) * v
-        else:
-            activate(kind, buf, n, p0, p1)
-        for j in range(n):
-            store(y, yo + j * ys, buf[j])
+            buf[i] = a_hard_swish(buf[i], p0, p1)
 
 
 @kernel

@@ -1,28 +1,23 @@
-"""The elementwise activation operators (DML_ACTIVATION_*_OPERATOR_DESC), generated from the one
-activation table (``emulator.activations``), and the validation of fused activations.
+"""Activation rules shared by the standalone activations and by every operator that fuses one.
 
-Standalone rules: InputTensor and OutputTensor share DataType, DimensionCount and Sizes; SOFTPLUS
-needs Steepness >= 1 (before 6_4). The support tables (support/activations.json) give the ranks
-and types per level; the kernels execute FLOAT32 and FLOAT16 (the integer types later levels admit
-for RELU and SHRINK are valid but not executable yet). Which activations fuse where:
-support/fused_activations.json (``emulator.fused``).
+The standalone activation operators (DML_ACTIVATION_*_OPERATOR_DESC but the softmax family) are
+rows of the element-wise table (``emulator/elementwise/table.py``), built from the activation
+table (``emulator.activations``); they call ``check_attributes`` (SOFTPLUS needs Steepness >= 1
+before 6_4). Which activations fuse where: support/fused_activations.json (``emulator.fused``);
+``check_fused`` validates a host's FusedActivation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
-
-import numpy as np
 
 from descriptors import DML_OPERATOR_TYPE
 
 from ..activations import BY_OPERATOR, Activation, params_of
 from ..fieldtypes import FusedActivation
-from ..plan import UnaryPlan
 from ..validation import Context, same
-from .common import FL, FLOAT16, FLOAT32, ieee_reference
+from .common import FL, FLOAT16, FLOAT32
 
 FLOATS = (FLOAT32, FLOAT16)
 
@@ -52,28 +47,3 @@ def check_fused(ctx: Context, value: FusedActivation | None
     act = BY_OPERATOR[value.operator]
     check_attributes(Context(ctx.operator, ctx.level, "FusedActivation.Desc."), act, value.values)
     return act, params_of(act, value.values)
-
-
-def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
-    """The operator module (SUPPORT, validate, plan, reference) of one elementwise activation."""
-    act = BY_OPERATOR[op]
-
-    def validate(ctx: Context, v: SimpleNamespace) -> None:
-        check_same_tensor(ctx, v)
-        check_attributes(ctx, act, v)
-
-    def plan(v: SimpleNamespace) -> UnaryPlan:
-        i = v.InputTensor
-        return UnaryPlan.build(i.element_size, i.sizes, i.strides, v.OutputTensor.strides,
-                               act.kind, *params_of(act, v))
-
-    @ieee_reference
-    def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        x = inputs["InputTensor"]
-        y = act.reference(x.astype(np.longdouble), *params_of(act, v)[: len(act.params)])
-        return {"OutputTensor": y.astype(x.dtype)}
-
-    return SimpleNamespace(
-        __name__=f"{__name__}[{act.name}]", __doc__=f"{op.name}: {__doc__}",
-        KERNEL_TYPES=FLOATS, validate=validate,
-        plan=plan, reference=reference)
