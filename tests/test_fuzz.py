@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from descriptors import *
-from emulator import Buffer, DMLCreateDevice1, DMLError
+from emulator import Buffer, DMLCreateDevice1, DMLError, nibbles
 from emulator.activations import ACTIVATIONS
 from emulator.registry import validate_operator
 
@@ -26,6 +26,7 @@ GUARD = 0xC3  # fills guard bytes around every bound range
 GAP = 0x3C  # fills the unaddressed bytes of outputs
 PAD = 256  # guard bytes on each side (and the binding offset)
 LEVELS = ["2_1", "3_0", "3_1", "4_0"]
+FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"]}  # introduced at 6_3
 
 
 def profile(request) -> str:
@@ -34,13 +35,50 @@ def profile(request) -> str:
 
 # -- the checker --------------------------------------------------------------------------------
 def tensors_of(op):
-    """(field, tensor desc, is_output) of every present tensor bind point, in bind order."""
+    """(bind point, tensor desc, is_output) of every tensor bind point, in bind order: a tensor
+    array (QuantizationTensors) is one bind point per tensor, ``Field[i]``."""
     sch = SCHEMA[DML_OPERATOR_TYPE(op.Type)]
     out = []
     for f in sch.fields:
         if f.is_tensor:
-            out.append((f.name, getattr(op.Desc, f.name), f.kind == "output"))
+            value = getattr(op.Desc, f.name)
+            if isinstance(value, (list, tuple)):
+                out += [(f"{f.name}[{i}]", t, f.kind == "output") for i, t in enumerate(value)]
+            else:
+                out.append((f.name, value, f.kind == "output"))
     return out
+
+
+def validated_tensor(values, point):
+    """The validated tensor of a bind point (``Field[i]``: one tensor of an array)."""
+    name, _, index = point.partition("[")
+    t = getattr(values, name)
+    return t[int(index[:-1])] if index else t
+
+
+def logical(t, region):
+    """A validated tensor's elements in a bound region (4-bit tensors unpacked to values)."""
+    if t.data_type in nibbles.FOUR_BIT:
+        return nibbles.read(t.data_type, t.sizes, t.strides, region)
+    return t.view(region)
+
+
+def unaddressed(t, region):
+    """A tensor's unaddressed bytes, or for a 4-bit tensor its unaddressed nibbles (low nibble
+    of each byte, then high), with the values GAP leaves there."""
+    if t.data_type not in nibbles.FOUR_BIT:
+        mask = ~addressed_mask(region.size, t.element_size, t.sizes, t.strides)
+        return region[mask], np.full(int(mask.sum()), GAP, np.uint8)
+    used = np.zeros(region.size * 2, bool)
+    offsets = np.zeros(t.sizes, np.int64)
+    for d, (n, stride) in enumerate(zip(t.sizes, t.strides)):
+        dims = [1] * len(t.sizes)
+        dims[d] = n
+        offsets = offsets + np.arange(n).reshape(dims) * stride
+    used[offsets.ravel()] = True
+    both = np.stack([region & 15, region >> 4], 1).ravel()
+    gap = np.tile(np.array([GAP & 15, GAP >> 4], np.uint8), region.size)
+    return both[~used], gap[~used]
 
 
 def fill_random(rng, raw, data_type):
@@ -110,18 +148,20 @@ def check(device, op, rng, exact: bool):
         if not {e[0]: e[2] for e in entries}[n]:
             np.testing.assert_array_equal(raw, before[n], err_msg=f"input {n} changed")
     values = validated.values
-    inputs = {n: t.view(regions[n]) for n, t in
-              ((n, getattr(values, n)) for n, _, o in entries if not o) if t is not None}
+    inputs = {n: logical(t, regions[n]) for n, t in
+              ((n, validated_tensor(values, n)) for n, _, o in entries if not o) if t is not None}
     want = spec.module.reference(values, {n: np.ascontiguousarray(x) for n, x in inputs.items()})
     for n, _, is_output in entries:
         if not is_output:
             continue
-        t = getattr(values, n)
-        got = t.view(regions[n])
-        untouched = ~addressed_mask(regions[n].size, t.element_size, t.sizes, t.strides)
-        assert (regions[n][untouched] == GAP).all(), f"{n}: bytes between elements written"
+        t = validated_tensor(values, n)
+        got = logical(t, regions[n])
+        left, gap = unaddressed(t, regions[n])
+        assert (left == gap).all(), f"{n}: bytes between elements written"
         w = np.asarray(want[n])
-        if exact:
+        if t.data_type in nibbles.FOUR_BIT:
+            np.testing.assert_array_equal(got, w)
+        elif exact:
             np.testing.assert_array_equal(got.view(f"u{t.element_size}"),
                                           np.ascontiguousarray(w).view(f"u{t.element_size}"))
         else:
@@ -230,8 +270,28 @@ def gen_activation(rng, rank):
         OutputTensor=desc(dt, sizes, layout(rng, sizes, False)), **params)), False
 
 
+def gen_quantize(rng, rank):
+    """QUANTIZE or DEQUANTIZE (6_3): blockwise quantization tensors, 8-bit or 4-bit."""
+    sizes = shape(rng, min(rank, 4), 6)
+    blocks = [int(rng.choice([d for d in range(1, n + 1) if n % d == 0])) for n in sizes]
+    f = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
+    q = (DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_INT4,
+         DML_TENSOR_DATA_TYPE_UINT4)[int(rng.integers(0, 4))]
+    quantize = rng.random() < 0.5
+    tensors = [desc(f, blocks, layout(rng, blocks, True))]
+    if rng.random() < 0.6:
+        tensors.append(desc(q, blocks, layout(rng, blocks, True)))
+    qtype = (DML_QUANTIZATION_TYPE_SCALE, DML_QUANTIZATION_TYPE_SCALE_ZERO_POINT)[len(tensors) - 1]
+    data_in, data_out = (f, q) if quantize else (q, f)
+    cls = DML_QUANTIZE_OPERATOR_DESC if quantize else DML_DEQUANTIZE_OPERATOR_DESC
+    return DML_OPERATOR_DESC(Desc=cls(
+        InputTensor=desc(data_in, sizes, layout(rng, sizes, True)), QuantizationType=qtype,
+        QuantizationTensorCount=len(tensors), QuantizationTensors=tensors,
+        OutputTensor=desc(data_out, sizes, layout(rng, sizes, False)))), True
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
-              "ACTIVATION": gen_activation}
+              "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
@@ -287,7 +347,7 @@ def test_fuzz_descs(request, family):
 
     @settings(settings.get_profile(profile(request)))
     @given(seed=st.integers(0, 2**32 - 1), rank=st.integers(1, 8), broken=st.booleans(),
-           level=st.sampled_from(LEVELS))
+           level=st.sampled_from(FAMILY_LEVELS.get(family, LEVELS)))
     def run(seed, rank, broken, level):
         rng = np.random.default_rng(seed)
         op, exact = GENERATORS[family](rng, rank)
