@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from descriptors import *
 from emulator import Buffer, DMLCreateDevice1, DMLError, nibbles
 from emulator.activations import ACTIVATIONS
+from emulator.elementwise import ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
@@ -290,8 +291,32 @@ def gen_quantize(rng, rank):
         OutputTensor=desc(data_out, sizes, layout(rng, sizes, False)))), True
 
 
+ELEMENT_WISE = [r for r in ROWS if r.params is None and r.output in ("same", "flag")
+                and not (r.scalars or r.loads) and r.operator in OPERATOR_DESC_CLASSES]
+
+
+def gen_element_wise(rng, rank):
+    """A parameterless element-wise row (ADD, SIN, IF, BIT_AND, a comparison …) on FLOAT32 or
+    INT32 tensors (a comparison's output UINT8), any layouts, broadcast inputs included."""
+    row = ELEMENT_WISE[int(rng.integers(0, len(ELEMENT_WISE)))]
+    floats = row.float_body is not None and (row.int_body is None or rng.random() < 0.5)
+    dt = DML_TENSOR_DATA_TYPE_FLOAT32 if floats else DML_TENSOR_DATA_TYPE_INT32
+    if row.operator == DML_OPERATOR_TYPE.DML_OPERATOR_ELEMENT_WISE_IF:
+        types = [DML_TENSOR_DATA_TYPE_UINT8, dt, dt]
+    else:
+        types = [dt] * row.arity
+    out = DML_TENSOR_DATA_TYPE_UINT8 if row.output == "flag" else dt
+    sizes = shape(rng, rank)
+    tensors = {name: desc(t, sizes, layout(rng, sizes, True))
+               for name, t in zip(row.inputs, types)}
+    tensors[row.output_name] = desc(out, sizes, layout(rng, sizes, False))
+    op = DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[row.operator](**tensors))
+    return op, row.ulp == 0
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
-              "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize}
+              "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
+              "ELEMENT_WISE": gen_element_wise}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
