@@ -1281,28 +1281,31 @@ class Runner:
         tensor array (JOIN's InputTensors) has one bind point per tensor, each bound to the
         matching entry of the binding's list, as DxDispatch flattens them."""
         assert d.compiled is not None
+        validated = d.compiled.operator.validated
 
-        def one(name: str) -> Any:
-            field, _, index = name.partition("[")
-            src = bindings.get(field)
-            if src is None:
-                return None
-            if index:
-                i = int(index[:-1])
-                if not isinstance(src, list):
-                    src = [src]
-                if i >= len(src):
-                    raise ModelError(f"bindings.{field}: {len(src)} binding(s) given for a "
-                                     f"tensor array of more tensors (no binding for {name})")
-                src = src[i]
-            elif isinstance(src, list):
-                raise ModelError(f"bindings.{field}: an array of bindings was given for a "
-                                 "bind point that takes one tensor")
+        def buffer(src: BindingSource) -> Any:
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER,
                                     Desc=self._binding(src))
 
-        return ([one(n) for n, _ in d.compiled._tensors("input")],
-                [one(n) for n, _ in d.compiled._tensors("output")])
+        def points(f: Field) -> list[Any]:
+            src = bindings.get(f.name)
+            tensors = validated.tensor(f.name)
+            if not isinstance(tensors, tuple):
+                if isinstance(src, list):
+                    raise ModelError(f"bindings.{f.name}: an array of bindings was given for a "
+                                     "bind point that takes one tensor")
+                return [None if src is None else buffer(src)]
+            if src is None:
+                return [None] * len(tensors)
+            sources = src if isinstance(src, list) else [src]
+            if len(sources) < len(tensors):
+                raise ModelError(f"bindings.{f.name}: {len(sources)} binding(s) given for a "
+                                 f"tensor array of more tensors (no binding for "
+                                 f"{f.name}[{len(sources)}])")
+            return [buffer(s) for s in sources[:len(tensors)]]
+
+        return ([b for f in d.schema.inputs for b in points(f)],
+                [b for f in d.schema.outputs for b in points(f)])
 
     def _table(self, dispatchable: Any) -> Any:
         need = dispatchable.GetBindingProperties().RequiredDescriptorCount

@@ -342,7 +342,8 @@ class Validated:
     level: int
     values: SimpleNamespace
 
-    def tensor(self, name: str) -> Tensor | None:
+    def tensor(self, name: str) -> Tensor | tuple[Tensor, ...] | None:
+        """A tensor field's validated tensor (a tuple for a tensor array; None if absent)."""
         return getattr(self.values, name)
 
 

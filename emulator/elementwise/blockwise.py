@@ -29,7 +29,7 @@ from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from .. import nibbles
-from ..validation import Context, packed_strides
+from ..validation import Tensor, packed_strides
 from . import references as ref
 from .plan import ElementWisePlan
 
@@ -67,7 +67,7 @@ class Side:
     unpacked from or packed into (the kernel then sees a packed int8/uint8 scratch array)."""
 
     bind_point: str
-    four_bit: SimpleNamespace | None
+    four_bit: Tensor | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +86,7 @@ class BlockwisePlan:
             if t is None:
                 arrays[name] = region
             elif name == self.inner.output:  # computed into scratch, packed afterwards
-                scratch = np.empty(int(np.prod(t.sizes)), nibbles.LOGICAL[t.data_type])
+                scratch = np.empty(t.element_count, nibbles.LOGICAL[t.data_type])
                 arrays[name] = scratch.view(np.uint8)
                 packs.append((t, region, scratch))
             else:
@@ -103,9 +103,6 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     row = row_module(ROW_OF[op])
     quantize = op == OP.DML_OPERATOR_QUANTIZE
-
-    def validate(ctx: Context, v: SimpleNamespace) -> None:
-        pass  # the support entry's rule (support/elementwise_more.py) says it all
 
     def plan(v: SimpleNamespace) -> BlockwisePlan:
         data = v.InputTensor
@@ -150,7 +147,7 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
 
     return SimpleNamespace(
         __name__=f"{__name__}[{op.name}]", __doc__=f"{op.name}: {__doc__}",
-        KERNEL_TYPES=KERNEL_TYPES, validate=validate, plan=plan, reference=reference)
+        KERNEL_TYPES=KERNEL_TYPES, plan=plan, reference=reference)
 
 
 def _expand(q: np.ndarray, shape: Sequence[int]) -> np.ndarray:

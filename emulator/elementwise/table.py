@@ -291,17 +291,17 @@ def _activation_row(act: Activation) -> Row:
         lambda x, *p: act.reference(x, *p),
         lambda v: params_of(act, v)[: len(act.params)],
         ulp=0 if op in _ACTIVATION_EXACT else 1, exact32=op in _ACTIVATION_EXACT,
-        fast32=_ACTIVATION_FAST.get(op), int_as_float=op == OP.DML_OPERATOR_ACTIVATION_SHRINK,
+        fast32=_ACTIVATION_FAST.get(op), int_as_float=op in _ACTIVATION_INT_AS_FLOAT,
         rules=lambda ctx, v: check_attributes(ctx, act, v))
 
 
 # Activations whose formula is exact (a select or a copy): FLOAT32/16 computed in float32.
 _ACTIVATION_EXACT = {OP.DML_OPERATOR_ACTIVATION_IDENTITY, OP.DML_OPERATOR_ACTIVATION_RELU}
 _ACTIVATION_FAST = {OP.DML_OPERATOR_ACTIVATION_TANH: "tanh64(a)"}
-# Integer bodies where the support tables admit integer tensors (5_1): RELU's max(0, x) exactly;
-# SHRINK in float64 (int_as_float).
-_ACTIVATION_INT = {OP.DML_OPERATOR_ACTIVATION_RELU: "a if a > 0 else a - a",
-                   OP.DML_OPERATOR_ACTIVATION_SHRINK: None}
+# Where the support tables admit integer tensors (5_1): RELU's max(0, x) exactly; SHRINK (FLOAT
+# Bias and Threshold) in float64, converted as CAST converts.
+_ACTIVATION_INT = {OP.DML_OPERATOR_ACTIVATION_RELU: "a if a > 0 else a - a"}
+_ACTIVATION_INT_AS_FLOAT = {OP.DML_OPERATOR_ACTIVATION_SHRINK}
 
 ROWS += (
     *(_activation_row(act) for act in ACTIVATIONS),

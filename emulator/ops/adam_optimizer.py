@@ -26,16 +26,12 @@ import numpy as np
 
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
-from ..validation import Context, Tensor
+from ..validation import Tensor
 
 KERNEL_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
 INPUTS = ("InputParametersTensor", "InputFirstMomentTensor", "InputSecondMomentTensor",
           "GradientTensor")
 OUTPUTS = ("OutputParametersTensor", "OutputFirstMomentTensor", "OutputSecondMomentTensor")
-
-
-def validate(ctx: Context, v: SimpleNamespace) -> None:
-    pass  # the support entry's rule (support/elementwise_more.py) says it all
 
 
 def step(x: np.ndarray, m: np.ndarray, v: np.ndarray, g: np.ndarray, t: float,
@@ -78,7 +74,7 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
     with np.errstate(all="ignore"):
         m2 = b1 * m + (1 - b1) * g
         s2 = b2 * s + (1 - b2) * g * g
-        alpha = np.sqrt(1 - b2 ** t) / (1 - b1 ** t) if t else np.float64(np.nan)
+        alpha = np.sqrt(1 - np.float64(b2) ** t) / (1 - np.float64(b1) ** t)  # T = 0: 0/0
         x2 = x - float(v.LearningRate) * alpha * m2 / (np.sqrt(s2) + float(v.Epsilon))
     dtype = inputs["InputParametersTensor"].dtype
     return {"OutputParametersTensor": x2.astype(dtype), "OutputFirstMomentTensor": m2.astype(dtype),

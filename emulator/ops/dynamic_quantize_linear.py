@@ -29,15 +29,11 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..elementwise import module as row_module
 from ..elementwise.plan import ElementWisePlan
-from ..validation import Context, Tensor
+from ..validation import Tensor
 
 KERNEL_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
                 T.DML_TENSOR_DATA_TYPE_INT8, T.DML_TENSOR_DATA_TYPE_UINT8)
 RANGE = {T.DML_TENSOR_DATA_TYPE_UINT8: (0, 255), T.DML_TENSOR_DATA_TYPE_INT8: (-128, 127)}
-
-
-def validate(ctx: Context, v: SimpleNamespace) -> None:
-    pass  # the support entry's rule (support/elementwise_more.py) says it all
 
 
 def parameters(lo: float, hi: float, qtype: T) -> tuple[np.float32, int]:
@@ -50,8 +46,6 @@ def parameters(lo: float, hi: float, qtype: T) -> tuple[np.float32, int]:
 
 def input_range(x: np.ndarray) -> tuple[float, float]:
     """[min(min(x), 0), max(max(x), 0)] in float64, NaN left out."""
-    if x.size == 0:
-        return 0.0, 0.0
     lo = float(np.fmin.reduce(x, axis=None))
     hi = float(np.fmax.reduce(x, axis=None))
     return (min(lo, 0.0) if lo == lo else 0.0), (max(hi, 0.0) if hi == hi else 0.0)
