@@ -32,8 +32,9 @@ def _where(spec: OperatorSpec) -> str:
         places.append(f"`emulator/support/{spec.support_entry.group}.json`")
     if spec.module is not None:
         path = spec.module.__name__.split("[")[0].replace(".", "/")
-        # A family package (emulator/elementwise) keeps its rows in table.py.
-        places.append(f"`{path}/table.py`" if path.endswith("elementwise") else f"`{path}.py`")
+        # A family package (emulator/elementwise, emulator/movement) keeps its rows in table.py.
+        family = path.endswith(("elementwise", "movement"))
+        places.append(f"`{path}/table.py`" if family else f"`{path}.py`")
     return " and ".join(places) or "—"
 
 

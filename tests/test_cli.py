@@ -78,8 +78,23 @@ def test_upstream_element_wise_models_print_what_their_formulas_give(capsys, tmp
         assert np.frombuffer(raw, np.float32).tolist() == [2, 4, 6, 8, 10, 12]
 
 
+MOVEMENT_MODELS = {
+    # A[0:3], B[0:2] (B's binding is its whole 3 elements; the tensor reads 2), A[4:9].
+    "dml_join": "Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9\n",
+    "dml_split": "Resource 'Out1': 1, 2\nResource 'Out2': 3, 4\nResource 'Out3': 5, 6\n",
+    "dml_fill_value_sequence": "Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2\n",
+}
+
+
+@pytest.mark.parametrize("model", sorted(MOVEMENT_MODELS))
+def test_upstream_movement_models_print_what_their_definitions_give(capsys, model):
+    code, out, err = run(capsys, "run", UPSTREAM / f"{model}.json")
+    assert (code, out, without_compile_notes(err)) == (0, MOVEMENT_MODELS[model], "")
+
+
 @pytest.mark.parametrize("model,operator", [
-    ("dml_reduce.json", "DML_OPERATOR_REDUCE"), ("dml_join.json", "DML_OPERATOR_JOIN"),
+    ("dml_reduce.json", "DML_OPERATOR_REDUCE"),
+    ("dml_cumulative_product.json", "DML_OPERATOR_CUMULATIVE_PRODUCT"),
 ])
 def test_upstream_models_with_operators_not_yet_executable(capsys, model, operator):
     code, out, err = run(capsys, "run", UPSTREAM / model)

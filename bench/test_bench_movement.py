@@ -1,0 +1,180 @@
+"""The data-movement family (issue 16), side by side with NumPy, PyTorch and ONNX Runtime (one-node
+models), JIT excluded.
+
+Workloads (issue 16): JOIN of four [32, 64, 56, 56] float32 on axis 1; SPLIT of [32, 256, 56, 56]
+into 4 on axis 1; PADDING constant and reflection of [32, 64, 56, 56] by 3 on the spatial
+dimensions; DEPTH_TO_SPACE [8, 256, 64, 64] block 2. Peers write into preallocated outputs where
+their API allows (NumPy ``concatenate(out=)``, ``copyto``; PyTorch ``cat(out=)``, ``copy_``);
+``np.pad``, ``torch.nn.functional.pad`` and ONNX Runtime allocate their outputs.
+
+    NUMBA_NUM_THREADS=2 python -m pytest bench/test_bench_movement.py -p no:cacheprovider -q \\
+        --benchmark-max-time=0.5 --benchmark-warmup=on --benchmark-columns=min,median,rounds
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from descriptors import *
+
+from .harness import Prepared
+
+F32 = DML_TENSOR_DATA_TYPE_FLOAT32
+PAD = 3
+
+
+def _shape(shape, scale):
+    """The batch dimension scaled (at least 1)."""
+    return (max(1, int(shape[0] * scale)), *shape[1:])
+
+
+@dataclass(frozen=True)
+class Workload:
+    inputs: Callable[[np.random.Generator, float], list[np.ndarray]]
+    outputs: Callable[[list[np.ndarray]], list[tuple[int, ...]]]
+    desc: Callable[..., object]  # (inputs, outputs) -> the operator's struct
+    numpy: Callable[..., object]  # (inputs, outputs) -> None
+    torch_fn: Callable[..., object]  # (torch, inputs, outputs) -> None
+    onnx: tuple[str, dict, list[str]]  # op type, attributes, extra constant inputs' names
+    expected: Callable[[list[np.ndarray]], list[np.ndarray]]
+    onnx_consts: Callable[[list[np.ndarray]], list[np.ndarray]] = lambda xs: []
+
+
+def _pad_widths():
+    return [(0, 0), (0, 0), (PAD, PAD), (PAD, PAD)]
+
+
+def _padding_desc(mode):
+    def make(xs, outs):
+        return DML_PADDING1_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), OutputTensor=tensor_desc(outs[0]),
+            PaddingMode=mode, PaddingValueDataType=F32, PaddingValue=0.0,
+            StartPadding=(0, 0, PAD, PAD), EndPadding=(0, 0, PAD, PAD))
+    return make
+
+
+def _padded(xs):
+    n, c, h, w = xs[0].shape
+    return [(n, c, h + 2 * PAD, w + 2 * PAD)]
+
+
+def _d2s(x, b=2):
+    n, c, h, w = x.shape
+    return x.reshape(n, b, b, c // 4, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(
+        n, c // 4, h * b, w * b)
+
+
+WORKLOADS: dict[str, Workload] = {
+    "join 4x[32,64,56,56] axis 1": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((32, 64, 56, 56), s)).astype(np.float32)
+                        for _ in range(4)],
+        lambda xs: [(xs[0].shape[0], 256, 56, 56)],
+        lambda xs, outs: DML_JOIN_OPERATOR_DESC(
+            InputTensors=[tensor_desc(x) for x in xs], OutputTensor=tensor_desc(outs[0]), Axis=1),
+        lambda xs, outs: np.concatenate(xs, axis=1, out=outs[0]),
+        lambda t, xs, outs: t.cat(xs, dim=1, out=outs[0]),
+        ("Concat", {"axis": 1}, []),
+        lambda xs: [np.concatenate(xs, axis=1)]),
+    "split [32,256,56,56] in 4 axis 1": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((32, 256, 56, 56), s)).astype(np.float32)],
+        lambda xs: [(xs[0].shape[0], 64, 56, 56)] * 4,
+        lambda xs, outs: DML_SPLIT_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), OutputTensors=[tensor_desc(o) for o in outs], Axis=1),
+        lambda xs, outs: [np.copyto(o, xs[0][:, 64 * i:64 * (i + 1)]) for i, o in enumerate(outs)],
+        lambda t, xs, outs: [o.copy_(p) for o, p in zip(outs, t.split(xs[0], 64, dim=1))],
+        ("Split", {"axis": 1, "num_outputs": 4}, []),
+        lambda xs: np.split(xs[0], 4, axis=1)),
+    "padding constant [32,64,56,56] by 3": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((32, 64, 56, 56), s)).astype(np.float32)],
+        _padded, _padding_desc(DML_PADDING_MODE_CONSTANT),
+        lambda xs, outs: np.copyto(outs[0], np.pad(xs[0], _pad_widths())),
+        lambda t, xs, outs: outs[0].copy_(t.nn.functional.pad(xs[0], (PAD,) * 4)),
+        ("Pad", {"mode": "constant"}, ["pads"]),
+        lambda xs: [np.pad(xs[0], _pad_widths())],
+        lambda xs: [np.array([0, 0, PAD, PAD, 0, 0, PAD, PAD], np.int64)]),
+    "padding reflection [32,64,56,56] by 3": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((32, 64, 56, 56), s)).astype(np.float32)],
+        _padded, _padding_desc(DML_PADDING_MODE_REFLECTION),
+        lambda xs, outs: np.copyto(outs[0], np.pad(xs[0], _pad_widths(), mode="reflect")),
+        lambda t, xs, outs: outs[0].copy_(t.nn.functional.pad(xs[0], (PAD,) * 4, mode="reflect")),
+        ("Pad", {"mode": "reflect"}, ["pads"]),
+        lambda xs: [np.pad(xs[0], _pad_widths(), mode="reflect")],
+        lambda xs: [np.array([0, 0, PAD, PAD, 0, 0, PAD, PAD], np.int64)]),
+    "depth_to_space [8,256,64,64] block 2": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((8, 256, 64, 64), s)).astype(np.float32)],
+        lambda xs: [(xs[0].shape[0], 64, 128, 128)],
+        lambda xs, outs: DML_DEPTH_TO_SPACE_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), OutputTensor=tensor_desc(outs[0]), BlockSize=2),
+        lambda xs, outs: np.copyto(outs[0], _d2s(xs[0])),
+        lambda t, xs, outs: outs[0].copy_(t.nn.functional.pixel_shuffle(
+            xs[0].view(xs[0].shape[0], 2, 2, 64, 64, 64).transpose(1, 3).transpose(2, 3)
+            .reshape(xs[0].shape[0], 256, 64, 64), 2)),
+        ("DepthToSpace", {"blocksize": 2, "mode": "DCR"}, []),
+        lambda xs: [_d2s(xs[0])]),
+}
+NAMES = list(WORKLOADS)
+
+
+@pytest.fixture(scope="module")
+def data(scale):
+    rng = np.random.default_rng(0)
+    return {name: w.inputs(rng, scale) for name, w in WORKLOADS.items()}
+
+
+def _outs(w: Workload, xs) -> list[np.ndarray]:
+    return [np.empty(s, np.float32) for s in w.outputs(xs)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_emulator(benchmark, data, name):
+    w, xs = WORKLOADS[name], data[name]
+    outs = _outs(w, xs)
+    run = Prepared(DML_OPERATOR_DESC(Desc=w.desc(xs, outs)), xs, outs, level="6_4")
+    benchmark.group = f"movement {name}"
+    benchmark.extra_info["bytes_moved"] = sum(x.nbytes for x in xs) + sum(o.nbytes for o in outs)
+    benchmark(run)
+    for got, want in zip(outs, w.expected(xs)):
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numpy(benchmark, data, name):
+    w, xs = WORKLOADS[name], data[name]
+    outs = _outs(w, xs)
+    benchmark.group = f"movement {name}"
+    benchmark(w.numpy, xs, outs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torch(benchmark, torch, data, name):
+    w, xs = WORKLOADS[name], data[name]
+    ts = [torch.from_numpy(x) for x in xs]
+    outs = [torch.from_numpy(o) for o in _outs(w, xs)]
+    benchmark.group = f"movement {name}"
+    benchmark(w.torch_fn, torch, ts, outs)
+    for got, want in zip(outs, w.expected(xs)):
+        assert np.array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_onnxruntime(benchmark, ort, data, name):
+    w, xs = WORKLOADS[name], data[name]
+    h = ort.onnx.helper
+    op, attrs, const_names = w.onnx
+    names = [f"x{i}" for i in range(len(xs))]
+    consts = w.onnx_consts(xs)
+    shapes = w.outputs(xs)
+    outs = [f"y{i}" for i in range(len(shapes))]
+    node = h.make_node(op, names + const_names, outs, **attrs)
+    inits = [ort.onnx.numpy_helper.from_array(c, n) for c, n in zip(consts, const_names)]
+    graph = h.make_graph(
+        [node], "bench", [h.make_tensor_value_info(n, 1, x.shape) for n, x in zip(names, xs)],
+        [h.make_tensor_value_info(n, 1, s) for n, s in zip(outs, shapes)], initializer=inits)
+    sess = ort.session_from_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]))
+    feeds = dict(zip(names, xs))
+    benchmark.group = f"movement {name}"
+    benchmark(sess.run, None, feeds)

@@ -1,0 +1,159 @@
+"""The data-movement plan: a list of index-map copies (``kernels/movement.py``), built once at
+CreateOperator.
+
+An operator describes each copy by output dimension: the output's sizes and element strides (any
+view of it: DEPTH_TO_SPACE splits its height into (height, block)), and per dimension a table of
+source element offsets, ``FILL`` where the coordinate lies outside the source. ``build`` then
+
+1. drops size-1 dimensions (their entry joins the base offsets);
+2. merges neighbouring dimensions whose tables are affine and contiguous with each other in both
+   the source and the output (a JOIN of packed tensors becomes one long copy per input);
+3. cuts the last dimension's table into pieces: runs of fill, affine runs (a unit, reversed,
+   broadcast or any constant step) and, where runs are short on average, gathers through the
+   table; each piece at most ``CHUNK`` elements.
+
+A copy with no source (``src`` None) writes its fill value everywhere (FILL_VALUE_CONSTANT).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..kernels.movement import AFFINE, CHUNK, FILL, FILL_PIECE, GATHER
+from ..plan import element_view
+
+_DUMMY = np.zeros(8, np.uint8)
+SHORT_RUNS = 8  # below this mean run length the last dimension is gathered through its table
+
+
+def affine(size: int, step: int, base: int = 0) -> np.ndarray:
+    """The table of an affine dimension: base + c·step for c in [0, size)."""
+    return base + step * np.arange(size, dtype=np.int64)
+
+
+def _step(table: np.ndarray) -> int | None:
+    """The constant step of a table without FILL entries, or None."""
+    if table.size == 0 or (table < 0).any():
+        return None
+    if table.size == 1:
+        return 0
+    d = np.diff(table)
+    return int(d[0]) if (d == d[0]).all() else None
+
+
+@dataclass(frozen=True, eq=False)
+class IndexMap:
+    """One copy: dst[dst_base + c·dst_strides] = src[Σ tables[d][c_d]] or the fill value."""
+
+    src: str | None
+    dst: str
+    element_size: int
+    outer: np.ndarray  # sizes of the outer dimensions (may be empty)
+    dst_strides: np.ndarray  # the outer dimensions' output strides
+    tables: np.ndarray  # the outer dimensions' tables, concatenated
+    starts: np.ndarray  # where each outer dimension's table begins in ``tables``
+    pieces: np.ndarray  # (start, length, kind, offset, step) along the last dimension
+    inner: np.ndarray  # the last dimension's table (read by GATHER pieces)
+    inner_stride: int
+    src_base: int
+    dst_base: int
+    fill: int  # the fill value's bits (the element's width)
+
+    @classmethod
+    def build(cls, src: str | None, dst: str, element_size: int, sizes: Sequence[int],
+              dst_strides: Sequence[int], tables: Sequence[np.ndarray], dst_base: int = 0,
+              src_base: int = 0, fill: int = 0) -> IndexMap:
+        dims: list[tuple[int, int, np.ndarray]] = []
+        for n, stride, table in zip(sizes, dst_strides, tables, strict=True):
+            table = np.asarray(table, np.int64)
+            assert table.shape == (n,), "one table entry per output coordinate"
+            if src is None:
+                table = np.full(n, FILL, np.int64)
+            if n == 1 and table[0] >= 0:
+                src_base += int(table[0])  # one coordinate: its offset joins the base
+                continue
+            dims.append((n, int(stride), table))
+        merged: list[tuple[int, int, np.ndarray]] = []
+        for n, stride, table in dims:
+            if merged:
+                pn, pstride, ptable = merged[-1]
+                step, pstep = _step(table), _step(ptable)
+                if step is not None and pstep is not None and pstride == stride * n \
+                        and pstep == step * n:
+                    merged[-1] = (pn * n, stride, affine(pn * n, step, int(ptable[0] + table[0])))
+                    continue
+            merged.append((n, stride, table))
+        if not merged:
+            merged = [(1, 1, np.zeros(1, np.int64))]
+        *outer, (n, inner_stride, inner) = merged
+        outer_tables = [t for _, _, t in outer]
+        starts = np.cumsum([0] + [t.size for t in outer_tables[:-1]], dtype=np.int64)
+        return cls(src, dst, element_size, np.array([d[0] for d in outer], np.int64),
+                   np.array([d[1] for d in outer], np.int64),
+                   np.concatenate(outer_tables) if outer_tables else np.zeros(1, np.int64),
+                   starts if outer_tables else np.zeros(0, np.int64), _pieces(inner), inner,
+                   inner_stride, src_base, dst_base, fill)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.movement import map_copy
+
+        dst = element_view(regions[self.dst], self.element_size)
+        src = element_view(regions[self.src], self.element_size) if self.src is not None \
+            else dst[:1]
+        fill = np.array([self.fill], np.uint64).astype(dst.dtype)
+        map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
+                 self.tables, self.starts, self.pieces, self.inner, self.inner_stride)
+
+
+def _pieces(table: np.ndarray) -> np.ndarray:
+    """The last dimension as pieces (see kernels/movement.py), each at most CHUNK elements."""
+    n = table.size
+    outside = table < 0
+    # Runs of fill and of copied elements.
+    edges = np.flatnonzero(np.diff(outside.astype(np.int8))) + 1
+    bounds = np.concatenate([[0], edges, [n]]).astype(np.int64)
+    out: list[tuple[int, int, int, int, int]] = []
+    for a, b in itertools.pairwise(bounds):
+        if outside[a]:
+            out.append((int(a), int(b - a), FILL_PIECE, 0, 0))
+            continue
+        seg = table[a:b]
+        # Greedy affine runs: a run continues while the step stays the one of its first pair.
+        changes = int(np.count_nonzero(np.diff(np.diff(seg)))) if seg.size > 2 else 0
+        if changes * SHORT_RUNS > seg.size:
+            out.append((int(a), int(b - a), GATHER, 0, 0))
+            continue
+        diffs = np.diff(seg)
+        # diffs is constant between these points, so a run starting at k ends at the first
+        # change after k (or at the end).
+        changes_at = np.flatnonzero(np.diff(diffs) != 0) + 1
+        k, m = 0, seg.size
+        while k < m:
+            if k + 1 == m:
+                out.append((int(a + k), 1, AFFINE, int(seg[k]), 0))
+                break
+            c = int(np.searchsorted(changes_at, k, side="right"))
+            end = int(changes_at[c]) + 1 if c < changes_at.size else m
+            out.append((int(a + k), end - k, AFFINE, int(seg[k]), int(diffs[k])))
+            k = end
+    split = []
+    for start, length, kind, offset, step in out:
+        for c in range(0, length, CHUNK):
+            split.append((start + c, min(CHUNK, length - c), kind,
+                          offset + c * step if kind == AFFINE else 0, step))
+    return np.array(split, np.int64).reshape(-1, 5)
+
+
+@dataclass(frozen=True, eq=False)
+class MovePlan:
+    """The copies of one operator, run in order (later ones may overwrite earlier ones)."""
+
+    maps: tuple[IndexMap, ...]
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        for m in self.maps:
+            m.run(regions)

@@ -1,0 +1,335 @@
+"""One row per data-movement operator: the index maps its plan is made of, and its reference.
+
+Every row's plan is a list of ``plan.IndexMap`` copies, each described per output dimension by a
+table of source element offsets (``FILL`` outside the source):
+
+- JOIN: one identity map per input, into its window of the output; SPLIT: one per output, from
+  its window of the input;
+- PADDING / PADDING1: one map, each dimension's table folding the output coordinate into the
+  input by the padding mode (constant: FILL, edge: clamped, reflection: period 2(n-1), symmetric:
+  period 2n, wrap: modulo n);
+- TILE: coordinate modulo the input size; UPSAMPLE_2D (nearest): coordinate // scale;
+- DEPTH_TO_SPACE(1) / SPACE_TO_DEPTH(1): the space dimensions split into (position, block)
+  views of the output, so each is one affine map;
+- SLICE_GRAD: the window positions copy the gradient, every other element is FILL (zero);
+- FILL_VALUE_CONSTANT: a map with no source.
+
+FILL_VALUE_SEQUENCE computes its values (``SequencePlan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
+from descriptors import DML_TENSOR_DATA_TYPE as T
+
+from ..elementwise import references as elementwise_ref
+from ..kernels.movement import FILL
+from ..ops.common import ELEVEN_TYPES
+from ..validation import Tensor
+from . import references as ref
+from .plan import IndexMap, MovePlan, affine
+
+OP = DML_OPERATOR_TYPE
+FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
+
+
+def identity_tables(t: Tensor, sizes: Sequence[int] | None = None) -> list[np.ndarray]:
+    """Each dimension's table for reading ``t`` (the first ``sizes`` of it): coordinate · stride."""
+    return [affine(n, s) for n, s in zip(t.sizes if sizes is None else sizes, t.strides)]
+
+
+def fill_bits(value: Any, data_type: T) -> int:
+    """The bits of ``value`` as an element of ``data_type``: floats rounded to nearest, a float
+    value for an integer type converted as CAST converts (truncated, saturated, NaN 0)."""
+    dtype = np.dtype(NUMPY_DTYPE[data_type])
+    if dtype.kind == "f" or isinstance(value, int):
+        with np.errstate(over="ignore"):  # beyond FLOAT16's range: ±inf, as rounding gives
+            element = np.array([value]).astype(dtype) if dtype.kind == "f" else \
+                np.array([int(value) % (1 << 64)], np.uint64).astype(f"u{dtype.itemsize}")
+    else:
+        with np.errstate(invalid="ignore"):
+            element = elementwise_ref.cast(np.array([value], np.float64), dtype)
+    return int(element.view(f"u{dtype.itemsize}")[0])
+
+
+# --- JOIN / SPLIT ---------------------------------------------------------------------------
+
+def _windows(parts: Sequence[Tensor], axis: int) -> list[int]:
+    return [0, *np.cumsum([p.sizes[axis] for p in parts]).tolist()][:-1]
+
+
+def join_plan(v: SimpleNamespace) -> MovePlan:
+    out: Tensor = v.OutputTensor
+    return MovePlan(tuple(
+        IndexMap.build(f"InputTensors[{i}]", "OutputTensor", out.element_size, t.sizes,
+                       out.strides, identity_tables(t), dst_base=at * out.strides[v.Axis])
+        for i, (t, at) in enumerate(zip(v.InputTensors, _windows(v.InputTensors, v.Axis)))))
+
+
+def join_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    parts = [inputs[f"InputTensors[{i}]"] for i in range(len(v.InputTensors))]
+    return {"OutputTensor": ref.join(parts, v.Axis)}
+
+
+def split_plan(v: SimpleNamespace) -> MovePlan:
+    x: Tensor = v.InputTensor
+    return MovePlan(tuple(
+        IndexMap.build("InputTensor", f"OutputTensors[{i}]", x.element_size, t.sizes, t.strides,
+                       identity_tables(x, t.sizes), src_base=at * x.strides[v.Axis])
+        for i, (t, at) in enumerate(zip(v.OutputTensors, _windows(v.OutputTensors, v.Axis)))))
+
+
+def split_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    parts = ref.split(inputs["InputTensor"], [t.sizes[v.Axis] for t in v.OutputTensors], v.Axis)
+    return {f"OutputTensors[{i}]": p for i, p in enumerate(parts)}
+
+
+# --- PADDING ------------------------------------------------------------------------------
+
+def fold(mode: str, out_size: int, start: int, n: int) -> np.ndarray:
+    """The input coordinate each output coordinate of one dimension reads (FILL: the constant).
+    **Decision**: REFLECTION of a 1-element dimension repeats that element (its period
+    2(n - 1) is 0)."""
+    k = np.arange(out_size, dtype=np.int64) - start
+    if mode == "DML_PADDING_MODE_CONSTANT":
+        return np.where((k >= 0) & (k < n), k, FILL)
+    if mode == "DML_PADDING_MODE_EDGE" or (mode == "DML_PADDING_MODE_REFLECTION" and n == 1):
+        return np.clip(k, 0, n - 1)
+    if mode == "DML_PADDING_MODE_REFLECTION":
+        m = k % (2 * (n - 1))
+        return np.where(m < n, m, 2 * (n - 1) - m)
+    if mode == "DML_PADDING_MODE_SYMMETRIC":
+        m = k % (2 * n)
+        return np.where(m < n, m, 2 * n - 1 - m)
+    return k % n  # WRAP
+
+
+def padding_plan(v: SimpleNamespace) -> MovePlan:
+    x, out = v.InputTensor, v.OutputTensor
+    tables = []
+    for d, (n, stride) in enumerate(zip(x.sizes, x.strides)):
+        c = fold(v.PaddingMode.name, out.sizes[d], v.StartPadding[d], n)
+        tables.append(np.where(c >= 0, c * stride, FILL))
+    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes,
+                                    out.strides, tables,
+                                    fill=fill_bits(v.PaddingValue, out.data_type)),))
+
+
+def padding_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                      ) -> dict[str, np.ndarray]:
+    out = v.OutputTensor
+    dtype = np.dtype(NUMPY_DTYPE[out.data_type])
+    value = np.array([fill_bits(v.PaddingValue, out.data_type)], np.uint64).astype(
+        f"u{dtype.itemsize}").view(dtype)[0]
+    return {"OutputTensor": ref.padding(inputs["InputTensor"], ref.PAD_MODES[v.PaddingMode.name],
+                                        value, v.StartPadding, v.EndPadding)}
+
+
+# --- TILE, UPSAMPLE_2D (nearest) ------------------------------------------------------------
+
+def tile_plan(v: SimpleNamespace) -> MovePlan:
+    x, out = v.InputTensor, v.OutputTensor
+    tables = [np.arange(m, dtype=np.int64) % n * s for m, n, s in zip(out.sizes, x.sizes,
+                                                                       x.strides)]
+    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes,
+                                    out.strides, tables),))
+
+
+def tile_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {"OutputTensor": ref.tile(inputs["InputTensor"], v.Repeats)}
+
+
+def upsample_plan(v: SimpleNamespace) -> MovePlan:
+    x, out = v.InputTensor, v.OutputTensor
+    scale = [1] * (x.dim_count - 2) + [v.ScaleSize.Height, v.ScaleSize.Width]
+    tables = [np.arange(m, dtype=np.int64) // k * s for m, k, s in zip(out.sizes, scale,
+                                                                        x.strides)]
+    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes,
+                                    out.strides, tables),))
+
+
+def upsample_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                       ) -> dict[str, np.ndarray]:
+    return {"OutputTensor": ref.upsample_nearest(inputs["InputTensor"], v.ScaleSize.Height,
+                                                 v.ScaleSize.Width)}
+
+
+def upsample_unsupported(v: SimpleNamespace) -> str | None:
+    if v.InterpolationMode.name != "DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR":
+        return (f"InterpolationMode = {v.InterpolationMode.name} is not executable yet (it comes "
+                "with the RESAMPLE family's interpolation kernel)")
+    return None
+
+
+# --- DEPTH_TO_SPACE / SPACE_TO_DEPTH --------------------------------------------------------
+
+DCR = "DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW"
+
+
+def _order(v: SimpleNamespace) -> str:
+    order = getattr(v, "Order", None)
+    return DCR if order is None else order.name
+
+
+def depth_to_space_plan(v: SimpleNamespace) -> MovePlan:
+    """The output as [N, C', H, b1, W, b2] (height and width split into position and block);
+    the input channel is (b1·B + b2)·C' + c (DCR) or c·B² + b1·B + b2 (CRD)."""
+    x, out = v.InputTensor, v.OutputTensor
+    b = v.BlockSize
+    n, c, h, w = out.sizes[0], out.sizes[1], x.sizes[2], x.sizes[3]
+    on, oc, oh, ow = out.strides
+    xn, xc, xh, xw = x.strides
+    if _order(v) == DCR:
+        c_step, b1_step, b2_step = xc, b * c * xc, c * xc
+    else:
+        c_step, b1_step, b2_step = b * b * xc, b * xc, xc
+    sizes = (n, c, h, b, w, b)
+    strides = (on, oc, b * oh, oh, b * ow, ow)
+    tables = [affine(n, xn), affine(c, c_step), affine(h, xh), affine(b, b1_step),
+              affine(w, xw), affine(b, b2_step)]
+    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, sizes,
+                                    strides, tables),))
+
+
+def space_to_depth_plan(v: SimpleNamespace) -> MovePlan:
+    """The output channel split into (b1, b2, c) (DCR) or (c, b1, b2) (CRD); each reads input
+    (c, h·B + b1, w·B + b2)."""
+    x, out = v.InputTensor, v.OutputTensor
+    b = v.BlockSize
+    n, c, h, w = x.sizes[0], x.sizes[1], out.sizes[2], out.sizes[3]
+    on, oc, oh, ow = out.strides
+    xn, xc, xh, xw = x.strides
+    if _order(v) == DCR:
+        sizes = (n, b, b, c, h, w)
+        strides = (on, b * c * oc, c * oc, oc, oh, ow)
+        tables = [affine(n, xn), affine(b, xh), affine(b, xw), affine(c, xc)]
+    else:
+        sizes = (n, c, b, b, h, w)
+        strides = (on, b * b * oc, b * oc, oc, oh, ow)
+        tables = [affine(n, xn), affine(c, xc), affine(b, xh), affine(b, xw)]
+    tables += [affine(h, b * xh), affine(w, b * xw)]
+    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, sizes,
+                                    strides, tables),))
+
+
+def depth_to_space_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                             ) -> dict[str, np.ndarray]:
+    return {"OutputTensor": ref.depth_to_space(inputs["InputTensor"], v.BlockSize, _order(v))}
+
+
+def space_to_depth_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                             ) -> dict[str, np.ndarray]:
+    return {"OutputTensor": ref.space_to_depth(inputs["InputTensor"], v.BlockSize, _order(v))}
+
+
+# --- SLICE_GRAD ----------------------------------------------------------------------------
+
+def slice_grad_plan(v: SimpleNamespace) -> MovePlan:
+    dy, out = v.InputGradientTensor, v.OutputGradientTensor
+    tables = []
+    for d, (off, size, step) in enumerate(zip(v.InputWindowOffsets, v.InputWindowSizes,
+                                             v.InputWindowStrides)):
+        first = off + (size - 1 if step < 0 else 0)
+        table = np.full(out.sizes[d], FILL, np.int64)
+        k = np.arange(dy.sizes[d], dtype=np.int64)
+        table[first + step * k] = k * dy.strides[d]
+        tables.append(table)
+    return MovePlan((IndexMap.build("InputGradientTensor", "OutputGradientTensor",
+                                    out.element_size, out.sizes, out.strides, tables),))
+
+
+def slice_grad_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                         ) -> dict[str, np.ndarray]:
+    return {"OutputGradientTensor": ref.slice_grad(
+        inputs["InputGradientTensor"], v.OutputGradientTensor.sizes, v.InputWindowOffsets,
+        v.InputWindowSizes, v.InputWindowStrides)}
+
+
+# --- FILL_VALUE_CONSTANT / FILL_VALUE_SEQUENCE ------------------------------------------------
+
+def fill_constant_plan(v: SimpleNamespace) -> MovePlan:
+    out = v.OutputTensor
+    return MovePlan((IndexMap.build(None, "OutputTensor", out.element_size, out.sizes,
+                                    out.strides, identity_tables(out),
+                                    fill=fill_bits(v.Value, out.data_type)),))
+
+
+def fill_constant_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                            ) -> dict[str, np.ndarray]:
+    out = v.OutputTensor
+    return {"OutputTensor": np.full(out.sizes, v.Value).astype(NUMPY_DTYPE[out.data_type])}
+
+
+@dataclass(frozen=True, eq=False)
+class SequencePlan:
+    """FILL_VALUE_SEQUENCE: element i (row-major) = ValueStart + i·ValueDelta, computed as the
+    reference defines it (floats in float64 rounded once; integers modulo 2^64, then the low
+    bits)."""
+
+    output: Tensor
+    start: float | int
+    delta: float | int
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        out = self.output
+        i = np.arange(out.element_count, dtype=np.uint64)
+        if out.dtype.kind == "f":
+            values = (i.astype(np.float64) * float(self.delta) + float(self.start)).astype(
+                out.dtype)
+        else:
+            start = np.uint64(int(self.start) % (1 << 64))
+            delta = np.uint64(int(self.delta) % (1 << 64))
+            values = (start + i * delta).astype(f"u{out.element_size}").view(out.dtype)
+        out.view(regions["OutputTensor"])[...] = values.reshape(out.sizes)
+
+
+def fill_sequence_plan(v: SimpleNamespace) -> SequencePlan:
+    return SequencePlan(v.OutputTensor, v.ValueStart, v.ValueDelta)
+
+
+def fill_sequence_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                            ) -> dict[str, np.ndarray]:
+    out = v.OutputTensor
+    return {"OutputTensor": ref.fill_sequence(out.sizes, v.ValueStart, v.ValueDelta,
+                                              np.dtype(NUMPY_DTYPE[out.data_type]))}
+
+
+# --- the table ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    operator: DML_OPERATOR_TYPE
+    plan: Callable[[SimpleNamespace], Any]
+    reference: Callable[[SimpleNamespace, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
+    kernel_types: tuple[T, ...] = ELEVEN_TYPES  # copies: any type to 64 bits
+    unsupported: Callable[[SimpleNamespace], str | None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.operator.name.removeprefix("DML_OPERATOR_").lower()
+
+
+ROWS = (
+    Row(OP.DML_OPERATOR_JOIN, join_plan, join_reference),
+    Row(OP.DML_OPERATOR_SPLIT, split_plan, split_reference),
+    Row(OP.DML_OPERATOR_PADDING, padding_plan, padding_reference),
+    Row(OP.DML_OPERATOR_PADDING1, padding_plan, padding_reference),
+    Row(OP.DML_OPERATOR_TILE, tile_plan, tile_reference),
+    Row(OP.DML_OPERATOR_UPSAMPLE_2D, upsample_plan, upsample_reference, FLOATS,
+        upsample_unsupported),
+    Row(OP.DML_OPERATOR_DEPTH_TO_SPACE, depth_to_space_plan, depth_to_space_reference),
+    Row(OP.DML_OPERATOR_DEPTH_TO_SPACE1, depth_to_space_plan, depth_to_space_reference),
+    Row(OP.DML_OPERATOR_SPACE_TO_DEPTH, space_to_depth_plan, space_to_depth_reference),
+    Row(OP.DML_OPERATOR_SPACE_TO_DEPTH1, space_to_depth_plan, space_to_depth_reference),
+    Row(OP.DML_OPERATOR_SLICE_GRAD, slice_grad_plan, slice_grad_reference),
+    Row(OP.DML_OPERATOR_FILL_VALUE_CONSTANT, fill_constant_plan, fill_constant_reference),
+    Row(OP.DML_OPERATOR_FILL_VALUE_SEQUENCE, fill_sequence_plan, fill_sequence_reference),
+)
+BY_OPERATOR = {row.operator: row for row in ROWS}

@@ -1,0 +1,298 @@
+"""The data-movement family, driven by its table: every row, every data type its kernel handles,
+random descs (ranks the last band allows, padded and zero input strides, padded output strides
+whose gaps must stay untouched), bit-exact against the row's NumPy reference; the pages'
+examples as golden vectors; the index-map plan's pieces."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from descriptors import *
+from emulator import DMLCreateDevice1
+from emulator.kernels.movement import AFFINE, FILL, FILL_PIECE, GATHER
+from emulator.movement import ROWS
+from emulator.movement.plan import IndexMap
+from emulator.movement.table import fold
+from emulator.registry import REGISTRY
+
+from .helpers import SENTINEL, addressed_mask, bits, desc, logical, np_dtype, strided_buffer
+
+T = DML_TENSOR_DATA_TYPE
+OP = DML_OPERATOR_TYPE
+
+
+def layout(rng, sizes, input_tensor: bool):
+    """None (packed), padded strides, or (inputs only) zero strides on some dimensions."""
+    if rng.random() < 0.35:
+        return None
+    acc, strides = 1, []
+    for s in reversed(sizes):
+        if input_tensor and rng.random() < 0.2:
+            strides.append(0)
+        else:
+            strides.append(acc)
+            acc *= s + int(rng.integers(0, 2))
+    return list(reversed(strides))
+
+
+def ranks(op) -> list[int]:
+    band = REGISTRY[op].support[-1]
+    dims = next(iter(band.tensors.values()))[0]
+    return list(dims)
+
+
+def typed_value(rng, dt):
+    """A random value of the data type, as the scalar union carries it."""
+    dtype = np_dtype(dt)
+    if dtype.kind == "f":
+        return float(np.array(rng.standard_normal() * 50).astype(dtype))
+    info = np.iinfo(dtype)
+    choices = [int(info.min), int(info.max), 0, int(rng.integers(info.min, info.max, dtype=dtype))]
+    return choices[int(rng.integers(0, 4))]
+
+
+def make_case(rng, op, dt):
+    """(inputs {name: sizes or [sizes...]}, outputs {name: sizes or [...]}, attributes)."""
+    rank = int(rng.choice(ranks(op)))
+    sizes = [int(rng.integers(1, 5 if rank > 4 else 7)) for _ in range(rank)]
+    if op in (OP.DML_OPERATOR_JOIN, OP.DML_OPERATOR_SPLIT):
+        axis = int(rng.integers(0, rank))
+        count = int(rng.integers(1, 5))
+        parts = []
+        for _ in range(count):
+            s = list(sizes)
+            s[axis] = int(rng.integers(1, 5))
+            parts.append(s)
+        whole = list(sizes)
+        whole[axis] = sum(p[axis] for p in parts)
+        if op == OP.DML_OPERATOR_JOIN:
+            return {"InputTensors": parts}, {"OutputTensor": whole}, {"Axis": axis}
+        return {"InputTensor": whole}, {"OutputTensors": parts}, {"Axis": axis}
+    if op in (OP.DML_OPERATOR_PADDING, OP.DML_OPERATOR_PADDING1):
+        modes = ["CONSTANT", "EDGE", "REFLECTION", "SYMMETRIC", "WRAP"]
+        mode = getattr(DML_PADDING_MODE, "DML_PADDING_MODE_" + str(rng.choice(modes)))
+        most = 9 if rank <= 3 else 2  # pads beyond the size fold periodically; keep it small
+        start = [int(rng.integers(0, most)) for _ in range(rank)]
+        end = [int(rng.integers(0, most)) for _ in range(rank)]
+        out = [n + a + b for n, a, b in zip(sizes, start, end)]
+        attrs = {"PaddingMode": mode, "StartPadding": start, "EndPadding": end}
+        if op == OP.DML_OPERATOR_PADDING:
+            attrs["PaddingValue"] = float(rng.choice([1.5, -3.75, 300.0, -1e10, 0.0]))
+        else:
+            attrs.update(PaddingValueDataType=dt, PaddingValue=typed_value(rng, dt))
+        return {"InputTensor": sizes}, {"OutputTensor": out}, attrs
+    if op == OP.DML_OPERATOR_TILE:
+        repeats = [int(rng.integers(1, 4)) for _ in range(rank)]
+        return {"InputTensor": sizes}, {"OutputTensor": [n * r for n, r in zip(sizes, repeats)]}, \
+            {"Repeats": repeats}
+    if op == OP.DML_OPERATOR_UPSAMPLE_2D:
+        h, w = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        out = [*sizes[:-2], sizes[-2] * h, sizes[-1] * w]
+        return {"InputTensor": sizes}, {"OutputTensor": out}, {
+            "ScaleSize": DML_SIZE_2D(Width=w, Height=h),
+            "InterpolationMode": DML_INTERPOLATION_MODE.DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR}
+    if op in (OP.DML_OPERATOR_DEPTH_TO_SPACE, OP.DML_OPERATOR_DEPTH_TO_SPACE1,
+              OP.DML_OPERATOR_SPACE_TO_DEPTH, OP.DML_OPERATOR_SPACE_TO_DEPTH1):
+        b = int(rng.integers(1, 4))
+        n, c, h, w = (int(rng.integers(1, 4)) for _ in range(4))
+        deep, wide = [n, c * b * b, h, w], [n, c, h * b, w * b]
+        attrs = {"BlockSize": b}
+        if op in (OP.DML_OPERATOR_DEPTH_TO_SPACE1, OP.DML_OPERATOR_SPACE_TO_DEPTH1):
+            attrs["Order"] = DML_DEPTH_SPACE_ORDER(int(rng.integers(0, 2)))
+        if op in (OP.DML_OPERATOR_DEPTH_TO_SPACE, OP.DML_OPERATOR_DEPTH_TO_SPACE1):
+            return {"InputTensor": deep}, {"OutputTensor": wide}, attrs
+        return {"InputTensor": wide}, {"OutputTensor": deep}, attrs
+    if op == OP.DML_OPERATOR_SLICE_GRAD:
+        offsets, window, steps, grad = [], [], [], []
+        for n in sizes:
+            off = int(rng.integers(0, n))
+            size = int(rng.integers(1, n - off + 1))
+            step = int(rng.choice([1, 2, 3, -1, -2]))
+            offsets.append(off)
+            window.append(size)
+            steps.append(step)
+            grad.append(int(rng.integers(1, 1 + (size - 1) // abs(step) + 1)))
+        return {"InputGradientTensor": grad}, {"OutputGradientTensor": sizes}, {
+            "InputWindowOffsets": offsets, "InputWindowSizes": window,
+            "InputWindowStrides": steps}
+    if op == OP.DML_OPERATOR_FILL_VALUE_CONSTANT:
+        return {}, {"OutputTensor": sizes}, {"ValueDataType": dt, "Value": typed_value(rng, dt)}
+    if op == OP.DML_OPERATOR_FILL_VALUE_SEQUENCE:
+        return {}, {"OutputTensor": sizes}, {"ValueDataType": dt, "ValueStart": typed_value(rng, dt),
+                                              "ValueDelta": typed_value(rng, dt)}
+    raise AssertionError(op)
+
+
+def run_case(device, rng, row, dt):
+    op = row.operator
+    ins, outs, attrs = make_case(rng, op, dt)
+    tensors, raws, inputs = {}, [], {}
+    for name, sizes in ins.items():
+        many = isinstance(sizes[0], list)
+        descs = []
+        for i, s in enumerate(sizes if many else [sizes]):
+            strides = layout(rng, s, True)
+            raw = strided_buffer(rng, dt, s, strides)
+            descs.append(desc(dt, s, strides))
+            raws.append(raw)
+            inputs[f"{name}[{i}]" if many else name] = np.array(logical(raw, np_dtype(dt), s,
+                                                                         strides))
+        tensors[name] = descs if many else descs[0]
+    out_raws = []
+    for name, sizes in outs.items():
+        many = isinstance(sizes[0], list)
+        descs = []
+        for i, s in enumerate(sizes if many else [sizes]):
+            strides = layout(rng, s, False)
+            out_raws.append((f"{name}[{i}]" if many else name, s, strides,
+                             strided_buffer(rng, dt, s, strides, fill=SENTINEL)))
+            descs.append(desc(dt, s, strides))
+        tensors[name] = descs if many else descs[0]
+    operator = DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[op](**tensors, **attrs))
+    device.execute(operator, raws, [r for *_, r in out_raws])
+    v = device.CreateOperator(operator).validated.values
+    want = REGISTRY[op].module.reference(v, inputs)
+    dtype = np_dtype(dt)
+    for label, sizes, strides, raw in out_raws:
+        got = logical(raw, dtype, sizes, strides)
+        expected = np.asarray(want[label])
+        assert got.shape == expected.shape
+        same = bits(got) == bits(expected.astype(dtype))
+        assert same.all(), (row.name, dt.name, attrs, ins, got[~same][:5], expected[~same][:5])
+        untouched = ~addressed_mask(raw.size, dtype.itemsize, sizes, strides)
+        assert (raw[untouched] == SENTINEL).all(), "a gap of the output was written"
+
+
+def type_cases():
+    out = []
+    for row in ROWS:
+        band = REGISTRY[row.operator].support[-1]
+        types = set.intersection(*(set(t) for _, t in band.tensors.values()))
+        out += [(row, t) for t in sorted(types & set(row.kernel_types))]
+    return out
+
+
+CASES = type_cases()
+
+
+@pytest.fixture(scope="module")
+def device():
+    return DMLCreateDevice1(feature_level="6_4")
+
+
+@pytest.mark.parametrize("row,dt", CASES, ids=[f"{r.name}-{t.name[21:]}" for r, t in CASES])
+def test_kernel_matches_the_reference(device, row, dt):
+    rng = np.random.default_rng(zlib.crc32(f"{row.name}{dt.name}".encode()))
+    for _ in range(6):
+        run_case(device, rng, row, dt)
+
+
+# --- the pages' examples ------------------------------------------------------------------------
+
+F32 = T.DML_TENSOR_DATA_TYPE_FLOAT32
+EXAMPLE_INPUT = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
+
+
+@pytest.mark.parametrize("mode,first_rows", [
+    ("CONSTANT", [[9, 9, 9, 9, 9, 9, 9, 9, 9, 9], [9, 9, 1, 2, 3, 4, 9, 9, 9, 9]]),
+    ("EDGE", [[1, 1, 1, 2, 3, 4, 4, 4, 4, 4], [1, 1, 1, 2, 3, 4, 4, 4, 4, 4]]),
+    ("REFLECTION", [[7, 6, 5, 6, 7, 8, 7, 6, 5, 6], [3, 2, 1, 2, 3, 4, 3, 2, 1, 2]]),
+    ("SYMMETRIC", [[2, 1, 1, 2, 3, 4, 4, 3, 2, 1], [2, 1, 1, 2, 3, 4, 4, 3, 2, 1]]),
+])
+def test_padding1_page_examples(device, mode, first_rows):
+    x = EXAMPLE_INPUT.reshape(1, 1, 4, 4)
+    op = DML_OPERATOR_DESC(Desc=DML_PADDING1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc((1, 1, 8, 10), F32),
+        PaddingMode=getattr(DML_PADDING_MODE, "DML_PADDING_MODE_" + mode),
+        PaddingValueDataType=F32, PaddingValue=9.0, StartPadding=(0, 0, 1, 2),
+        EndPadding=(0, 0, 3, 4)))
+    [y] = device.execute(op, [x])
+    y = y.reshape(8, 10)
+    np.testing.assert_array_equal(y[:2], first_rows)
+    # The last rows: below the input, rows 5-7 repeat the pattern the mode folds to.
+    rows = {"CONSTANT": [9] * 10, "EDGE": None, "REFLECTION": None, "SYMMETRIC": None}
+    if rows[mode] is not None:
+        np.testing.assert_array_equal(y[5:], [rows[mode]] * 3)
+
+
+def test_padding_page_reflection_rows_fold_periodically(device):
+    """Example 3's whole output (rows fold over the padding already made)."""
+    x = EXAMPLE_INPUT.reshape(1, 1, 4, 4)
+    op = DML_OPERATOR_DESC(Desc=DML_PADDING_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc((1, 1, 8, 10), F32),
+        PaddingMode=DML_PADDING_MODE.DML_PADDING_MODE_REFLECTION, PaddingValue=0.0,
+        StartPadding=(0, 0, 1, 2), EndPadding=(0, 0, 3, 4)))
+    [y] = device.execute(op, [x])
+    a, b = [7, 6, 5, 6, 7, 8, 7, 6, 5, 6], [3, 2, 1, 2, 3, 4, 3, 2, 1, 2]
+    np.testing.assert_array_equal(y.reshape(8, 10), [a, b, a, b, a, b, a, b])
+
+
+@pytest.mark.parametrize("order,expected", [
+    ("DEPTH_COLUMN_ROW", [[[0, 18, 1, 19, 2, 20], [36, 54, 37, 55, 38, 56],
+                           [3, 21, 4, 22, 5, 23], [39, 57, 40, 58, 41, 59]],
+                          [[9, 27, 10, 28, 11, 29], [45, 63, 46, 64, 47, 65],
+                           [12, 30, 13, 31, 14, 32], [48, 66, 49, 67, 50, 68]]]),
+    ("COLUMN_ROW_DEPTH", [[[0, 9, 1, 10, 2, 11], [18, 27, 19, 28, 20, 29],
+                           [3, 12, 4, 13, 5, 14], [21, 30, 22, 31, 23, 32]],
+                          [[36, 45, 37, 46, 38, 47], [54, 63, 55, 64, 56, 65],
+                           [39, 48, 40, 49, 41, 50], [57, 66, 58, 67, 59, 68]]]),
+])
+def test_depth_to_space1_page_examples_and_the_inverse(device, order, expected):
+    x = (np.arange(8)[:, None, None] * 9 + np.arange(6).reshape(2, 3)).astype(np.uint32)
+    x = x.reshape(1, 8, 2, 3)
+    order_value = getattr(DML_DEPTH_SPACE_ORDER, "DML_DEPTH_SPACE_ORDER_" + order)
+    op = DML_OPERATOR_DESC(Desc=DML_DEPTH_TO_SPACE1_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc((1, 2, 4, 6), T.DML_TENSOR_DATA_TYPE_UINT32),
+        BlockSize=2, Order=order_value))
+    [y] = device.execute(op, [x])
+    np.testing.assert_array_equal(y.reshape(1, 2, 4, 6), [expected])
+    back = DML_OPERATOR_DESC(Desc=DML_SPACE_TO_DEPTH1_OPERATOR_DESC(
+        InputTensor=tensor_desc(y.reshape(1, 2, 4, 6)), OutputTensor=tensor_desc(x),
+        BlockSize=2, Order=order_value))
+    [z] = device.execute(back, [y.reshape(1, 2, 4, 6)])
+    np.testing.assert_array_equal(z.reshape(x.shape), x)
+
+
+@pytest.mark.parametrize("dt,start,delta,want", [
+    (F32, 3.0, 2.0, [3, 5, 7]),
+    (T.DML_TENSOR_DATA_TYPE_UINT8, 10, 254, [10, 8, 6, 4]),  # -2 as a UINT8 delta wraps
+])
+def test_fill_value_sequence_page_examples(device, dt, start, delta, want):
+    sizes = (1, 1, 1, len(want)) if dt == F32 else (1, 1, 2, 2)
+    op = DML_OPERATOR_DESC(Desc=DML_FILL_VALUE_SEQUENCE_OPERATOR_DESC(
+        OutputTensor=tensor_desc(sizes, dt), ValueDataType=dt, ValueStart=start,
+        ValueDelta=delta))
+    [y] = device.execute(op, [])
+    np.testing.assert_array_equal(y.ravel(), want)
+
+
+# --- the plan ----------------------------------------------------------------------------------
+
+def test_reflection_of_one_element_repeats_it():
+    """Decision: REFLECTION's period 2(n - 1) is 0 for n = 1; the element is repeated."""
+    assert fold("DML_PADDING_MODE_REFLECTION", 5, 2, 1).tolist() == [0] * 5
+
+
+def test_pieces_describe_the_last_dimension():
+    """A padded row is fill, a unit copy and fill; a reflected one folds into reversed runs;
+    a short-run map (nearest-neighbour, scale 2) is gathered."""
+    table = np.array([FILL, FILL, 0, 1, 2, 3, FILL], np.int64)
+    m = IndexMap.build("x", "y", 4, [7], [1], [table])
+    assert m.pieces[:, :3].tolist() == [[0, 2, FILL_PIECE], [2, 4, AFFINE], [6, 1, FILL_PIECE]]
+    reflect = fold("DML_PADDING_MODE_REFLECTION", 44, 2, 40)
+    m = IndexMap.build("x", "y", 4, [44], [1], [reflect])
+    assert [(p[0], p[1], p[2], p[3], p[4]) for p in m.pieces.tolist()] == \
+        [(0, 3, AFFINE, 2, -1), (3, 39, AFFINE, 1, 1), (42, 2, AFFINE, 38, -1)]
+    nearest = np.arange(64) // 2
+    m = IndexMap.build("x", "y", 4, [64], [1], [nearest])
+    assert m.pieces[:, 2].tolist() == [GATHER]
+
+
+def test_contiguous_dimensions_merge_into_one_copy():
+    """A packed [4, 8, 16] identity map is one 512-element affine piece."""
+    tables = [np.arange(4) * 128, np.arange(8) * 16, np.arange(16)]
+    m = IndexMap.build("x", "y", 4, [4, 8, 16], [128, 16, 1], tables)
+    assert m.outer.size == 0 and m.pieces.tolist() == [[0, 512, AFFINE, 0, 1]]
