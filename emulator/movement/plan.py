@@ -28,6 +28,9 @@ from ..plan import element_view
 
 _DUMMY = np.zeros(8, np.uint8)
 SHORT_RUNS = 8  # below this mean run length the last dimension is gathered through its table
+SHORT_INNER = 16  # a last dimension shorter than this merges with its outer neighbours ...
+MERGED_TABLE = 4096  # ... into a table of at most this many entries
+ROWS_PER_THREAD = 8  # with this many rows per thread, a task is a whole row
 
 
 def affine(size: int, step: int, base: int = 0) -> np.ndarray:
@@ -89,6 +92,15 @@ class IndexMap:
             merged.append((n, stride, table))
         if not merged:
             merged = [(1, 1, np.zeros(1, np.int64))]
+        # A short last dimension (DEPTH_TO_SPACE's block, a nearest-neighbour scale) takes its
+        # output-contiguous neighbours in, as one table: long pieces instead of many tiny rows.
+        while len(merged) > 1 and merged[-1][0] < SHORT_INNER:
+            (pn, pstride, ptable), (n, stride, table) = merged[-2:]
+            if pstride != stride * n or pn * n > MERGED_TABLE:
+                break
+            both = np.add.outer(ptable, table).ravel()
+            outside = np.logical_or.outer(ptable < 0, table < 0).ravel()
+            merged[-2:] = [(pn * n, stride, np.where(outside, FILL, both))]
         *outer, (n, inner_stride, inner) = merged
         outer_tables = [t for _, _, t in outer]
         starts = np.cumsum([0] + [t.size for t in outer_tables[:-1]], dtype=np.int64)
@@ -99,14 +111,18 @@ class IndexMap:
                    inner_stride, src_base, dst_base, fill)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        import numba
+
         from ..kernels.movement import map_copy
 
         dst = element_view(regions[self.dst], self.element_size)
         src = element_view(regions[self.src], self.element_size) if self.src is not None \
             else dst[:1]
         fill = np.array([self.fill], np.uint64).astype(dst.dtype)
+        rows = int(np.prod(self.outer))
         map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
-                 self.tables, self.starts, self.pieces, self.inner, self.inner_stride)
+                 self.tables, self.starts, self.pieces, self.inner, self.inner_stride,
+                 rows >= ROWS_PER_THREAD * numba.get_num_threads())
 
 
 def _pieces(table: np.ndarray) -> np.ndarray:
