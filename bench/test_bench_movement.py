@@ -3,7 +3,9 @@ models), JIT excluded.
 
 Workloads (issue 16): JOIN of four [32, 64, 56, 56] float32 on axis 1; SPLIT of [32, 256, 56, 56]
 into 4 on axis 1; PADDING constant and reflection of [32, 64, 56, 56] by 3 on the spatial
-dimensions; DEPTH_TO_SPACE [8, 256, 64, 64] block 2. Peers write into preallocated outputs where
+dimensions; DEPTH_TO_SPACE [8, 256, 64, 64] block 2; GATHER of 8192 rows of a [32000, 4096]
+float16 table; GATHER_ELEMENTS and SCATTER_ELEMENTS [4096, 4096] float32 on axis 1 (the
+scatter's indices a permutation of each row). Peers write into preallocated outputs where
 their API allows (NumPy ``concatenate(out=)``, ``copyto``; PyTorch ``cat(out=)``, ``copy_``);
 ``np.pad``, ``torch.nn.functional.pad`` and ONNX Runtime allocate their outputs.
 
@@ -42,6 +44,7 @@ class Workload:
     onnx: tuple[str, dict, list[str]]  # op type, attributes, extra constant inputs' names
     expected: Callable[[list[np.ndarray]], list[np.ndarray]]
     onnx_consts: Callable[[list[np.ndarray]], list[np.ndarray]] = lambda xs: []
+    out_dtype: type = np.float32
 
 
 def _pad_widths():
@@ -60,6 +63,16 @@ def _padding_desc(mode):
 def _padded(xs):
     n, c, h, w = xs[0].shape
     return [(n, c, h + 2 * PAD, w + 2 * PAD)]
+
+
+def _side(scale):
+    return max(64, int(4096 * scale))
+
+
+def _scattered(xs):
+    out = xs[0].copy()
+    np.put_along_axis(out, xs[1], xs[2], axis=1)
+    return out
 
 
 def _d2s(x, b=2):
@@ -115,6 +128,41 @@ WORKLOADS: dict[str, Workload] = {
             .reshape(xs[0].shape[0], 256, 64, 64), 2)),
         ("DepthToSpace", {"blocksize": 2, "mode": "DCR"}, []),
         lambda xs: [_d2s(xs[0])]),
+    "gather [32000,4096] f16 rows by 8192": Workload(
+        lambda rng, s: [rng.standard_normal((max(64, int(32000 * s)), 4096)).astype(np.float16),
+                        rng.integers(0, max(64, int(32000 * s)), 8192).astype(np.int32)],
+        lambda xs: [(8192, 4096)],
+        lambda xs, outs: DML_GATHER_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), IndicesTensor=tensor_desc(xs[1].reshape(1, 8192)),
+            OutputTensor=tensor_desc(outs[0]), Axis=0, IndexDimensions=1),
+        lambda xs, outs: np.take(xs[0], xs[1], axis=0, out=outs[0]),
+        lambda t, xs, outs: t.index_select(xs[0], 0, xs[1], out=outs[0]),
+        ("Gather", {"axis": 0}, []),
+        lambda xs: [xs[0][xs[1]]], out_dtype=np.float16),
+    "gather_elements [4096,4096] f32 axis 1": Workload(
+        lambda rng, s: [rng.standard_normal((_side(s), 4096)).astype(np.float32),
+                        rng.integers(0, 4096, (_side(s), 4096)).astype(np.int64)],
+        lambda xs: [xs[1].shape],
+        lambda xs, outs: DML_GATHER_ELEMENTS_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), IndicesTensor=tensor_desc(xs[1]),
+            OutputTensor=tensor_desc(outs[0]), Axis=1),
+        lambda xs, outs: np.copyto(outs[0], np.take_along_axis(xs[0], xs[1], axis=1)),
+        lambda t, xs, outs: t.gather(xs[0], 1, xs[1], out=outs[0]),
+        ("GatherElements", {"axis": 1}, []),
+        lambda xs: [np.take_along_axis(xs[0], xs[1], axis=1)]),
+    "scatter_elements [4096,4096] f32 axis 1": Workload(
+        lambda rng, s: [rng.standard_normal((_side(s), 4096)).astype(np.float32),
+                        np.argsort(rng.random((_side(s), 4096)), axis=1).astype(np.int64),
+                        rng.standard_normal((_side(s), 4096)).astype(np.float32)],
+        lambda xs: [xs[0].shape],
+        lambda xs, outs: DML_SCATTER_ELEMENTS_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), IndicesTensor=tensor_desc(xs[1]),
+            UpdatesTensor=tensor_desc(xs[2]), OutputTensor=tensor_desc(outs[0]), Axis=1),
+        lambda xs, outs: (np.copyto(outs[0], xs[0]),
+                          np.put_along_axis(outs[0], xs[1], xs[2], axis=1)),
+        lambda t, xs, outs: (outs[0].copy_(xs[0]), outs[0].scatter_(1, xs[1], xs[2])),
+        ("ScatterElements", {"axis": 1}, []),
+        lambda xs: [_scattered(xs)]),
 }
 NAMES = list(WORKLOADS)
 
@@ -126,7 +174,11 @@ def data(scale):
 
 
 def _outs(w: Workload, xs) -> list[np.ndarray]:
-    return [np.empty(s, np.float32) for s in w.outputs(xs)]
+    return [np.empty(s, w.out_dtype) for s in w.outputs(xs)]
+
+
+ONNX_TYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(np.int32): 6,
+              np.dtype(np.int64): 7}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -172,8 +224,10 @@ def test_onnxruntime(benchmark, ort, data, name):
     node = h.make_node(op, names + const_names, outs, **attrs)
     inits = [ort.onnx.numpy_helper.from_array(c, n) for c, n in zip(consts, const_names)]
     graph = h.make_graph(
-        [node], "bench", [h.make_tensor_value_info(n, 1, x.shape) for n, x in zip(names, xs)],
-        [h.make_tensor_value_info(n, 1, s) for n, s in zip(outs, shapes)], initializer=inits)
+        [node], "bench",
+        [h.make_tensor_value_info(n, ONNX_TYPES[x.dtype], x.shape) for n, x in zip(names, xs)],
+        [h.make_tensor_value_info(n, ONNX_TYPES[np.dtype(w.out_dtype)], s)
+         for n, s in zip(outs, shapes)], initializer=inits)
     sess = ort.session_from_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]))
     feeds = dict(zip(names, xs))
     benchmark.group = f"movement {name}"

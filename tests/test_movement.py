@@ -118,12 +118,67 @@ def make_case(rng, op, dt):
         return {"InputGradientTensor": grad}, {"OutputGradientTensor": sizes}, {
             "InputWindowOffsets": offsets, "InputWindowSizes": window,
             "InputWindowStrides": steps}
+    if op in (OP.DML_OPERATOR_GATHER, OP.DML_OPERATOR_GATHER_ELEMENTS,
+              OP.DML_OPERATOR_SCATTER_ELEMENTS):
+        axis = int(rng.integers(0, rank))
+        if op == OP.DML_OPERATOR_GATHER:
+            # Every tensor has the input's rank r; the output is {Input[..Axis], the q last
+            # index sizes, Input[Axis+1..]} with its q - 1 leading entries (which must be 1)
+            # cropped, or a 1 prepended when q = 0.
+            q = int(rng.integers(0, rank + 1))
+            index_sizes = [1] * (rank - q) + [int(rng.integers(1, 4)) for _ in range(q)]
+            expected = sizes[:axis] + index_sizes[rank - q:] + sizes[axis + 1:]
+            for k in range(max(q - 1, 0)):  # make the cropped entries 1
+                if k < axis:
+                    sizes[k] = 1
+                else:
+                    index_sizes[rank - q + k - axis] = 1
+            expected = sizes[:axis] + index_sizes[rank - q:] + sizes[axis + 1:]
+            out = expected[q - 1:] if q else [1, *expected]
+            return {"InputTensor": sizes, "IndicesTensor": index_sizes}, \
+                {"OutputTensor": out}, {"Axis": axis, "IndexDimensions": q}
+        index_sizes = list(sizes)
+        index_sizes[axis] = int(rng.integers(1, 6))
+        if op == OP.DML_OPERATOR_GATHER_ELEMENTS:
+            return {"InputTensor": sizes, "IndicesTensor": index_sizes}, \
+                {"OutputTensor": index_sizes}, {"Axis": axis}
+        return {"InputTensor": sizes, "IndicesTensor": index_sizes, "UpdatesTensor": index_sizes}, \
+            {"OutputTensor": sizes}, {"Axis": axis}
     if op == OP.DML_OPERATOR_FILL_VALUE_CONSTANT:
         return {}, {"OutputTensor": sizes}, {"ValueDataType": dt, "Value": typed_value(rng, dt)}
     if op == OP.DML_OPERATOR_FILL_VALUE_SEQUENCE:
         return {}, {"OutputTensor": sizes}, {"ValueDataType": dt, "ValueStart": typed_value(rng, dt),
                                               "ValueDelta": typed_value(rng, dt)}
     raise AssertionError(op)
+
+
+INDEX_TYPES = (T.DML_TENSOR_DATA_TYPE_INT32, T.DML_TENSOR_DATA_TYPE_INT64,
+               T.DML_TENSOR_DATA_TYPE_UINT32, T.DML_TENSOR_DATA_TYPE_UINT64)
+
+
+def axis_size(op, attrs, ins, outs) -> int:
+    """The size of the dimension the indices point into."""
+    whole = outs["OutputTensor"] if op == OP.DML_OPERATOR_SCATTER_ELEMENTS else ins["InputTensor"]
+    return whole[attrs["Axis"]]
+
+
+def index_buffer(rng, sizes, strides, size):
+    """An index tensor of a random type: mostly valid values (negative ones for signed types,
+    counted from the end), some outside the axis (the output reads 0 there / the update is
+    dropped)."""
+    dt = INDEX_TYPES[int(rng.integers(0, 4))]
+    dtype = np_dtype(dt)
+    raw = strided_buffer(rng, dt, sizes, strides, fill=0)
+    typed = raw[: raw.size // dtype.itemsize * dtype.itemsize].view(dtype)
+    low = -size if dtype.kind == "i" else 0
+    values = rng.integers(low, size, typed.size)
+    outside = rng.random(typed.size) < 0.1
+    values[outside] = rng.choice([size, size + 7, -size - 1 if dtype.kind == "i" else 2**31])
+    typed[:] = values.astype(dtype) if dtype.kind == "i" or (values >= 0).all() else \
+        np.where(values < 0, 2**31, values).astype(dtype)
+    if dtype.kind == "u" and rng.random() < 0.3:
+        typed[0] = np.iinfo(dtype).max  # a huge unsigned index: outside
+    return dt, raw
 
 
 def run_case(device, rng, row, dt):
@@ -135,10 +190,13 @@ def run_case(device, rng, row, dt):
         descs = []
         for i, s in enumerate(sizes if many else [sizes]):
             strides = layout(rng, s, True)
+            tdt = dt
             raw = strided_buffer(rng, dt, s, strides)
-            descs.append(desc(dt, s, strides))
+            if name == "IndicesTensor":
+                tdt, raw = index_buffer(rng, s, strides, axis_size(op, attrs, ins, outs))
+            descs.append(desc(tdt, s, strides))
             raws.append(raw)
-            inputs[f"{name}[{i}]" if many else name] = np.array(logical(raw, np_dtype(dt), s,
+            inputs[f"{name}[{i}]" if many else name] = np.array(logical(raw, np_dtype(tdt), s,
                                                                          strides))
         tensors[name] = descs if many else descs[0]
     out_raws = []
@@ -296,3 +354,32 @@ def test_contiguous_dimensions_merge_into_one_copy():
     tables = [np.arange(4) * 128, np.arange(8) * 16, np.arange(16)]
     m = IndexMap.build("x", "y", 4, [4, 8, 16], [128, 16, 1], tables)
     assert m.outer.size == 0 and m.pieces.tolist() == [[0, 512, AFFINE, 0, 1]]
+
+
+def test_gather_elements_page_example_and_index_decisions(device):
+    """The page's example; then a negative INT32 index counts from the end (3_0+) and an index
+    outside the axis reads 0 (decision), as does a huge UINT64 one."""
+    x = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+    idx = np.array([[1, 2, 0], [2, 0, 0]], np.uint32)
+
+    def run(indices):
+        op = DML_OPERATOR_DESC(Desc=DML_GATHER_ELEMENTS_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), IndicesTensor=tensor_desc(indices),
+            OutputTensor=tensor_desc((2, 3), F32), Axis=0))
+        [y] = device.execute(op, [x, indices])
+        return y.reshape(2, 3).tolist()
+
+    assert run(idx) == [[4, 8, 3], [7, 2, 3]]
+    assert run(np.array([[-1, -3, 3], [-4, 0, 2]], np.int32)) == [[7, 2, 0], [0, 2, 9]]
+    assert run(np.array([[2**64 - 1, 1, 0], [0, 3, 1]], np.uint64)) == [[0, 5, 3], [1, 0, 6]]
+
+
+def test_scatter_elements_last_update_wins_and_outside_ones_are_dropped(device):
+    x = np.zeros((2, 4), np.float32)
+    idx = np.array([[1, 3, 1, 9], [-1, 0, -1, -5]], np.int64)
+    upd = np.array([[10, 11, 12, 13], [20, 21, 22, 23]], np.float32)
+    op = DML_OPERATOR_DESC(Desc=DML_SCATTER_ELEMENTS_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), IndicesTensor=tensor_desc(idx), UpdatesTensor=tensor_desc(upd),
+        OutputTensor=tensor_desc(x), Axis=1))
+    [y] = device.execute(op, [x, idx, upd])
+    assert y.reshape(2, 4).tolist() == [[0, 12, 0, 11], [21, 0, 0, 22]]

@@ -99,3 +99,114 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
                 at = np.uint64(pieces[p, 0])
                 for j in range(n):
                     dst[du + j * ds] = src[su + np.uint64(inner[at + j])]
+
+
+@kernel
+def gather_copy(src, src_base, dst, dst_base, fill, sizes, src_strides, dst_strides, tab_strides,
+                table):  # pragma: no cover
+    """``dst[c] = src[src_base + c·src_strides + table[c·tab_strides]]``, or the fill value
+    where that table entry is FILL (an index outside the input): the gathers' one kernel, the
+    table made at dispatch from the index tensor."""
+    rank = sizes.shape[0]
+    inner = sizes[rank - 1]
+    rows = np.int64(1)
+    for k in range(rank - 1):
+        rows *= sizes[k]
+    chunks = (inner + CHUNK - 1) // CHUNK
+    fv = fill[0]
+    sl = np.uint64(src_strides[rank - 1])
+    dl = np.uint64(dst_strides[rank - 1])
+    tl = np.uint64(tab_strides[rank - 1])
+    for task in prange(rows * chunks):
+        row = np.int64(task) // chunks
+        j0 = (np.int64(task) - row * chunks) * CHUNK
+        s = src_base + j0 * src_strides[rank - 1]
+        d = dst_base + j0 * dst_strides[rank - 1]
+        t = j0 * tab_strides[rank - 1]
+        rem = row
+        for k in range(rank - 2, -1, -1):
+            c = rem % sizes[k]
+            rem //= sizes[k]
+            s += c * src_strides[k]
+            d += c * dst_strides[k]
+            t += c * tab_strides[k]
+        su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
+        n = np.uint64(min(inner, j0 + CHUNK) - j0)
+        if tl == 0:  # one table entry for the whole row (GATHER's rows): a plain copy
+            off = table[tu]
+            if off < 0:
+                for j in range(n):
+                    dst[du + j * dl] = fv
+            elif sl == 1 and dl == 1:
+                so = su + np.uint64(off)
+                for j in range(n):
+                    dst[du + j] = src[so + j]
+            else:
+                so = su + np.uint64(off)
+                for j in range(n):
+                    dst[du + j * dl] = src[so + j * sl]
+        else:
+            for j in range(n):
+                off = table[tu + j * tl]
+                if off < 0:
+                    dst[du + j * dl] = fv
+                else:
+                    dst[du + j * dl] = src[su + j * sl + np.uint64(off)]
+
+
+@kernel
+def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, tab_strides, n, upd_step,
+                  tab_step, table):  # pragma: no cover
+    """For every line (a coordinate of ``sizes``: all dimensions but the scatter axis), its
+    ``n`` updates in order: ``dst[line·dst_strides + table[t]] = upd[line·upd_strides + j·
+    upd_step]`` with t = line·tab_strides + j·tab_step, skipping FILL entries. A line's updates
+    only reach that line of the output, so lines run in parallel and, inside one, the last
+    update of an element wins."""
+    rank = sizes.shape[0]
+    lines = np.int64(1)
+    for k in range(rank):
+        lines *= sizes[k]
+    for line in prange(lines):
+        d = np.int64(0)
+        u = np.int64(0)
+        t = np.int64(0)
+        rem = np.int64(line)
+        for k in range(rank - 1, -1, -1):
+            c = rem % sizes[k]
+            rem //= sizes[k]
+            d += c * dst_strides[k]
+            u += c * upd_strides[k]
+            t += c * tab_strides[k]
+        for j in range(n):
+            off = table[t + j * tab_step]
+            if off >= 0:
+                dst[np.uint64(d + off)] = upd[np.uint64(u + j * upd_step)]
+
+
+@kernel
+def index_table(indices, base, sizes, strides, size, stride, table):  # pragma: no cover
+    """``table[k] = position · stride`` for the k-th index (row-major over ``sizes``; read at
+    ``base + k·strides``): a negative value of a signed type counts from the end; a position
+    outside [0, size) gives FILL."""
+    rank = sizes.shape[0]
+    inner = sizes[rank - 1]
+    rows = np.int64(1)
+    for k in range(rank - 1):
+        rows *= sizes[k]
+    step = np.uint64(strides[rank - 1])
+    for row in prange(rows):
+        offset = base
+        rem = np.int64(row)
+        for k in range(rank - 2, -1, -1):
+            offset += (rem % sizes[k]) * strides[k]
+            rem //= sizes[k]
+        at = np.uint64(offset)
+        out = np.uint64(row * inner)
+        for j in range(np.uint64(inner)):
+            v = indices[at + j * step]
+            p = np.int64(v)
+            if v < 0:
+                p += size
+            elif np.uint64(v) >= np.uint64(size):  # (a huge unsigned value stays outside)
+                p = -1
+            table[out + j] = p * stride if 0 <= p < size else FILL

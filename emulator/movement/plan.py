@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels.movement import AFFINE, CHUNK, FILL, FILL_PIECE, GATHER
-from ..plan import element_view
+from ..plan import collapse, element_view
+from ..validation import Tensor
 
 _DUMMY = np.zeros(8, np.uint8)
 SHORT_RUNS = 8  # below this mean run length the last dimension is gathered through its table
@@ -173,3 +174,55 @@ class MovePlan:
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         for m in self.maps:
             m.run(regions)
+
+
+def offset_table(index: Tensor, region: np.ndarray, size: int, stride: int) -> np.ndarray:
+    """The element offsets (position · stride) of an index tensor's values along an axis of
+    ``size`` elements, packed in its logical row-major order (``kernels/movement.index_table``):
+    negative values of a signed index type count from the end (from 3_0, the pages say); a value
+    still outside [0, size) gives FILL (docs/decisions.md)."""
+    from ..kernels.movement import index_table
+    from ..resources import typed_view
+
+    table = np.empty(index.element_count, np.int64)
+    index_table(typed_view(region, index.dtype), 0, np.asarray(index.sizes, np.int64),
+                np.asarray(index.strides, np.int64), size, stride, table)
+    return table
+
+
+@dataclass(frozen=True, eq=False)
+class GatherPlan:
+    """``dst[c] = src[c·src_strides + T[c·tab_strides]]`` (0 where T is FILL), T made at dispatch
+    from the index tensor: one index's offset along ``axis`` (GATHER, GATHER_ELEMENTS), packed
+    over the index tensor's logical coordinates."""
+
+    src: str
+    dst: str
+    index_name: str
+    index: Tensor
+    axis_size: int
+    axis_stride: int
+    element_size: int
+    sizes: np.ndarray
+    src_strides: np.ndarray
+    dst_strides: np.ndarray
+    tab_strides: np.ndarray
+
+    @classmethod
+    def build(cls, src: str, dst: str, index_name: str, index: Tensor, axis_size: int,
+              axis_stride: int, element_size: int, sizes: Sequence[int],
+              src_strides: Sequence[int], dst_strides: Sequence[int],
+              tab_strides: Sequence[int]) -> GatherPlan:
+        c = collapse(sizes, src_strides, dst_strides, tab_strides)
+        return cls(src, dst, index_name, index, axis_size, axis_stride, element_size,
+                   *(np.asarray(x, np.int64) for x in c))
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.movement import gather_copy
+
+        table = offset_table(self.index, regions[self.index_name], self.axis_size,
+                             self.axis_stride)
+        dst = element_view(regions[self.dst], self.element_size)
+        gather_copy(element_view(regions[self.src], self.element_size), 0, dst, 0,
+                    np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
+                    self.tab_strides, table)

@@ -14,7 +14,10 @@ table of source element offsets (``FILL`` outside the source):
 - SLICE_GRAD: the window positions copy the gradient, every other element is FILL (zero);
 - FILL_VALUE_CONSTANT: a map with no source.
 
-FILL_VALUE_SEQUENCE computes its values (``SequencePlan``).
+FILL_VALUE_SEQUENCE computes its values (``SequencePlan``). GATHER and GATHER_ELEMENTS are one
+``plan.GatherPlan`` each: the source offset of every output element plus an entry of a table made
+at dispatch from the index tensor. SCATTER_ELEMENTS copies the input (an index map), then writes
+the updates line by line along Axis (``ScatterPlan``).
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 from ..elementwise import references as elementwise_ref
 from ..kernels.movement import FILL
 from ..ops.common import ELEVEN_TYPES
+from ..plan import element_view
 from ..validation import Tensor
 from . import references as ref
-from .plan import IndexMap, MovePlan, affine
+from .plan import GatherPlan, IndexMap, MovePlan, affine, offset_table
 
 OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
@@ -301,6 +305,135 @@ def fill_sequence_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
                                               np.dtype(NUMPY_DTYPE[out.data_type]))}
 
 
+# --- GATHER, GATHER_ELEMENTS, SCATTER_ELEMENTS --------------------------------------------------
+
+def _packed(sizes: Sequence[int]) -> list[int]:
+    return [int(np.prod(sizes[d + 1:], dtype=np.int64)) for d in range(len(sizes))]
+
+
+def gather_plan(v: SimpleNamespace) -> GatherPlan:
+    """Output coordinates are {Input[..Axis], Indices[last IndexDimensions], Input[Axis+1..]},
+    right-aligned to the output's rank: the first and last groups step through the input, the
+    middle one through the index table."""
+    x, idx, out = v.InputTensor, v.IndicesTensor, v.OutputTensor
+    axis, q = v.Axis, v.IndexDimensions
+    lead = idx.dim_count - q
+    roles: list[tuple[int, int]] = []  # (source stride, table stride) of each expected dim
+    packed = _packed(idx.sizes)
+    for e in range(axis):
+        roles.append((x.strides[e], 0))
+    for k in range(q):
+        roles.append((0, packed[lead + k]))
+    for e in range(axis + 1, x.dim_count):
+        roles.append((x.strides[e], 0))
+    shift = out.dim_count - len(roles)  # > 0: leading 1s prepended; < 0: leading 1s cropped
+    aligned = [(0, 0)] * max(shift, 0) + roles[max(-shift, 0):]
+    return GatherPlan.build("InputTensor", "OutputTensor", "IndicesTensor", idx,
+                            x.sizes[axis], x.strides[axis], x.element_size, out.sizes,
+                            [r[0] for r in aligned], out.strides, [r[1] for r in aligned])
+
+
+def _normalized(indices: np.ndarray, size: int) -> np.ndarray:
+    """Index values as int64 positions along an axis of ``size``: negative ones of a signed type
+    from the end; -1 where the value stays outside [0, size)."""
+    signed = indices.dtype.kind == "i"
+    v = indices.astype(np.int64) if signed else indices.astype(np.uint64)
+    if signed:
+        v = np.where(v < 0, v + size, v)
+        return np.where((v >= 0) & (v < size), v, -1)
+    return np.where(v < np.uint64(size), v.astype(np.int64), -1)
+
+
+def _take(x: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
+    """x's elements at ``positions`` along ``axis`` (np.take), 0 where a position is -1."""
+    y = np.take(x, np.maximum(positions, 0), axis=axis)
+    shape = [1] * axis + list(positions.shape) + [1] * (x.ndim - axis - 1)
+    return np.where(positions.reshape(shape) < 0, np.zeros((), x.dtype), y)
+
+
+def gather_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                     ) -> dict[str, np.ndarray]:
+    """The page: the entries of Input's Axis dimension named by the indices, in the output of rank
+    q + r - 1 (the IndexDimensions last index dimensions), right-aligned to OutputTensor."""
+    x, idx = inputs["InputTensor"], inputs["IndicesTensor"]
+    q = v.IndexDimensions
+    positions = _normalized(idx.reshape(idx.shape[idx.ndim - q:]), x.shape[v.Axis])
+    y = _take(x, positions, v.Axis)
+    return {"OutputTensor": y.reshape(v.OutputTensor.sizes)}
+
+
+def gather_elements_plan(v: SimpleNamespace) -> GatherPlan:
+    x, idx, out = v.InputTensor, v.IndicesTensor, v.OutputTensor
+    src = list(x.strides)
+    src[v.Axis] = 0
+    return GatherPlan.build("InputTensor", "OutputTensor", "IndicesTensor", idx,
+                            x.sizes[v.Axis], x.strides[v.Axis], x.element_size, out.sizes, src,
+                            out.strides, _packed(idx.sizes))
+
+
+def gather_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                              ) -> dict[str, np.ndarray]:
+    """output[i, j, k] = input[i, index[i, j, k], k] (Axis = 1), 0 for an index outside."""
+    x, idx = inputs["InputTensor"], inputs["IndicesTensor"]
+    positions = _normalized(idx, x.shape[v.Axis])
+    y = np.take_along_axis(x, np.maximum(positions, 0), axis=v.Axis)
+    return {"OutputTensor": np.where(positions < 0, np.zeros((), x.dtype), y)}
+
+
+@dataclass(frozen=True, eq=False)
+class ScatterPlan:
+    """SCATTER_ELEMENTS: the input copied to the output (an index map), then each line along
+    Axis writes its updates in order (``kernels/movement.scatter_lines``). An update whose index
+    lies outside is dropped; where several updates name one element, the last in row-major
+    order of UpdatesTensor wins (docs/decisions.md)."""
+
+    copy: IndexMap
+    values: SimpleNamespace
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.movement import scatter_lines
+
+        self.copy.run(regions)
+        v = self.values
+        idx, upd, out, axis = v.IndicesTensor, v.UpdatesTensor, v.OutputTensor, v.Axis
+        table = offset_table(idx, regions["IndicesTensor"], out.sizes[axis], out.strides[axis])
+        packed = _packed(idx.sizes)
+        others = [d for d in range(idx.dim_count) if d != axis]
+        size = out.element_size
+        scatter_lines(element_view(regions["OutputTensor"], size),
+                      element_view(regions["UpdatesTensor"], size),
+                      np.array([idx.sizes[d] for d in others], np.int64),
+                      np.array([out.strides[d] for d in others], np.int64),
+                      np.array([upd.strides[d] for d in others], np.int64),
+                      np.array([packed[d] for d in others], np.int64),
+                      idx.sizes[axis], upd.strides[axis], packed[axis], table)
+
+
+def scatter_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                               ) -> dict[str, np.ndarray]:
+    """output = input; output[i, index[i, j, k], k] = updates[i, j, k] (Axis = 1)."""
+    x, idx, upd = inputs["InputTensor"], inputs["IndicesTensor"], inputs["UpdatesTensor"]
+    out = np.array(x, order="C")  # (order "K" would keep a broadcast input's zero strides)
+    positions = _normalized(idx, x.shape[v.Axis])
+    coords = list(np.indices(idx.shape))
+    coords[v.Axis] = positions
+    keep = (positions >= 0).ravel()
+    target = np.ravel_multi_index([np.maximum(c, 0).ravel() for c in coords], x.shape)[keep]
+    values = np.asarray(upd).ravel()[keep]
+    # The last update of each target: the first occurrence in the reversed order.
+    _, last = np.unique(target[::-1], return_index=True)
+    chosen = target.size - 1 - last
+    out.reshape(-1)[target[chosen]] = values[chosen]
+    return {"OutputTensor": out}
+
+
+def scatter_elements_plan(v: SimpleNamespace) -> ScatterPlan:
+    x, out = v.InputTensor, v.OutputTensor
+    copy = IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes, out.strides,
+                          identity_tables(x))
+    return ScatterPlan(copy, v)
+
+
 # --- the table ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -331,5 +464,8 @@ ROWS = (
     Row(OP.DML_OPERATOR_SLICE_GRAD, slice_grad_plan, slice_grad_reference),
     Row(OP.DML_OPERATOR_FILL_VALUE_CONSTANT, fill_constant_plan, fill_constant_reference),
     Row(OP.DML_OPERATOR_FILL_VALUE_SEQUENCE, fill_sequence_plan, fill_sequence_reference),
+    Row(OP.DML_OPERATOR_GATHER, gather_plan, gather_reference),
+    Row(OP.DML_OPERATOR_GATHER_ELEMENTS, gather_elements_plan, gather_elements_reference),
+    Row(OP.DML_OPERATOR_SCATTER_ELEMENTS, scatter_elements_plan, scatter_elements_reference),
 )
 BY_OPERATOR = {row.operator: row for row in ROWS}
