@@ -39,3 +39,10 @@ def test_first_compile_is_announced_once_and_the_cache_is_used_after(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0 and second.stderr == "", second.stderr
     assert second.stdout == first.stdout
+
+
+def test_import_emulator_does_not_import_numba():
+    """Kernels load on first use: ``import emulator`` (and building descriptors) stays fast."""
+    code = "import sys, emulator, descriptors; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

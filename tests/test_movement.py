@@ -12,7 +12,7 @@ import pytest
 
 from descriptors import *
 from emulator import DMLCreateDevice1
-from emulator.kernels.movement import AFFINE, FILL, FILL_PIECE, GATHER
+from emulator.kernels.pieces import AFFINE, FILL, FILL_PIECE, GATHER
 from emulator.movement import ROWS
 from emulator.movement.plan import IndexMap
 from emulator.movement.table import fold

@@ -16,11 +16,10 @@ from typing import cast
 import numpy as np
 
 from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
+from descriptors import DML_OPERATOR_TYPE as OP
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..activations import BY_OPERATOR as ACTIVATIONS
-from ..kernels.activation import RELU
-from ..kernels.strided import activation_address
 from ..ops.activation import check_fused
 from ..ops.common import ieee_reference
 from ..validation import Context
@@ -78,9 +77,11 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             p2, p3, storage = v.ScaleBias.Scale, v.ScaleBias.Bias, STORAGE
         if row.fused and v.fused is not None:
             act, (p0, p1) = v.fused
-            if variant == "f32" and act.kind == RELU:
+            if variant == "f32" and act.operator == OP.DML_OPERATOR_ACTIVATION_RELU:
                 variant = "f32_relu"
             else:
+                from ..kernels.strided import activation_address  # (Numba: on first use)
+
                 variant, kind, aux = "f64_act", act.kind, activation_address()
         return ElementWisePlan.build(
             f"{__name__}.kernels.{row.name}", variant,

@@ -12,13 +12,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from descriptors import DML_TENSOR_DATA_TYPE
 
-from ..kernels.strided import chunk_kernel, drive
 from ..plan import collapse, int64s
 from ..resources import typed_view
 
@@ -42,7 +41,6 @@ STORAGE: dict[T, str] = {
 }
 
 
-_drive: Any = drive  # a Numba dispatcher
 _NONE = np.zeros(8, np.uint8)  # the pointer passed for an input an operator does not have
 
 
@@ -86,6 +84,8 @@ class ElementWisePlan:
         strides = strides[:-1] + [zeros] * (3 - len(inputs)) + strides[-1:]
         storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
             [storage_of[out_type]]
+        from ..kernels.strided import chunk_kernel  # (Numba: imported on first use)
+
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
         read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
@@ -93,6 +93,8 @@ class ElementWisePlan:
                    int64s(c[0]), tuple(strides), params, kind, aux, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.strided import drive
+
         arrays = [regions.get(name, _NONE) for name in self.inputs]
         arrays += [_NONE] * (3 - len(arrays)) + [regions[self.output]]
         args: list[object] = []
@@ -101,4 +103,4 @@ class ElementWisePlan:
         params = list(self.params)
         for k, (name, storage) in enumerate(self.scalars):
             params[k] = float(typed_view(regions[name], storage)[0]) if name is not None else 0.0
-        _drive(self.chunk, *args, self.sizes, *self.strides, *params, self.kind, self.aux)
+        cast(Any, drive)(self.chunk, *args, self.sizes, *self.strides, *params, self.kind, self.aux)

@@ -9,7 +9,8 @@ dimension d's table begins); the last dimension is described by ``pieces``, rows
 
 - ``kind == FILL_PIECE``: elements ``start … start + length`` are the fill value;
 - ``kind == AFFINE``: element ``start + j`` copies source offset ``offset + j·step`` (step may be
-  negative or zero);
+  negative or zero; a unit step into a packed output row of a large copy streams, see
+  ``stream.py``);
 - ``kind == GATHER``: element ``start + j`` copies source offset ``inner[start + j]`` (a short-run
   map such as nearest-neighbour upsampling or wrapping a tiny dimension).
 
@@ -24,15 +25,17 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import kernel, prange
+from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
+from .stream import stream_copy
 
-FILL = -1  # a table entry: this coordinate is outside the source (the fill value)
-FILL_PIECE, AFFINE, GATHER = 0, 1, 2
-CHUNK = 16384
+# A streamed run is at least this many elements: each ends with a fence, and a padded row's short
+# runs streamed one by one were 10x slower than cached stores.
+STREAM_RUN = 4096
 
 
 @kernel
 def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, starts, pieces,
-             inner, inner_stride, per_row):  # pragma: no cover
+             inner, inner_stride, per_row, stream):  # pragma: no cover
     rank = outer.shape[0]
     rows = np.int64(1)
     for k in range(rank):
@@ -80,7 +83,9 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
             elif kind == AFFINE:
                 su = np.uint64(s + pieces[p, 3])
                 step = pieces[p, 4]
-                if inner_stride == 1 and step == 1:
+                if inner_stride == 1 and step == 1 and stream and n >= STREAM_RUN:
+                    stream_copy(dst, du, src, su, n)
+                elif inner_stride == 1 and step == 1:
                     for j in range(n):
                         dst[du + j] = src[su + j]
                 elif inner_stride == 1 and step == -1:
@@ -103,7 +108,7 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
 
 @kernel
 def gather_copy(src, src_base, dst, dst_base, fill, sizes, src_strides, dst_strides, tab_strides,
-                table):  # pragma: no cover
+                table, stream):  # pragma: no cover
     """``dst[c] = src[src_base + c·src_strides + table[c·tab_strides]]``, or the fill value
     where that table entry is FILL (an index outside the input): the gathers' one kernel, the
     table made at dispatch from the index tensor."""
@@ -137,6 +142,8 @@ def gather_copy(src, src_base, dst, dst_base, fill, sizes, src_strides, dst_stri
             if off < 0:
                 for j in range(n):
                     dst[du + j * dl] = fv
+            elif sl == 1 and dl == 1 and stream and n >= STREAM_RUN:
+                stream_copy(dst, du, src, su + np.uint64(off), n)
             elif sl == 1 and dl == 1:
                 so = su + np.uint64(off)
                 for j in range(n):

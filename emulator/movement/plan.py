@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.movement import AFFINE, CHUNK, FILL, FILL_PIECE, GATHER
+from ..kernels.pieces import AFFINE, CHUNK, FILL, FILL_PIECE, GATHER
 from ..plan import collapse, element_view
 from ..validation import Tensor
 
@@ -32,6 +32,7 @@ SHORT_RUNS = 8  # below this mean run length the last dimension is gathered thro
 SHORT_INNER = 16  # a last dimension shorter than this merges with its outer neighbours ...
 MERGED_TABLE = 4096  # ... into a table of at most this many entries
 ROWS_PER_THREAD = 8  # with this many rows per thread, a task is a whole row
+STREAM_BYTES = 16 << 20  # a copy writing this much uses non-temporal stores (kernels/stream.py)
 
 
 def affine(size: int, step: int, base: int = 0) -> np.ndarray:
@@ -121,9 +122,10 @@ class IndexMap:
             else dst[:1]
         fill = np.array([self.fill], np.uint64).astype(dst.dtype)
         rows = int(np.prod(self.outer))
+        written = rows * self.inner.size * self.element_size
         map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
                  self.tables, self.starts, self.pieces, self.inner, self.inner_stride,
-                 rows >= ROWS_PER_THREAD * numba.get_num_threads())
+                 rows >= ROWS_PER_THREAD * numba.get_num_threads(), written >= STREAM_BYTES)
 
 
 def _pieces(table: np.ndarray) -> np.ndarray:
@@ -223,6 +225,7 @@ class GatherPlan:
         table = offset_table(self.index, regions[self.index_name], self.axis_size,
                              self.axis_stride)
         dst = element_view(regions[self.dst], self.element_size)
+        written = int(np.prod(self.sizes)) * self.element_size
         gather_copy(element_view(regions[self.src], self.element_size), 0, dst, 0,
                     np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
-                    self.tab_strides, table)
+                    self.tab_strides, table, written >= STREAM_BYTES)

@@ -33,7 +33,7 @@ from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..elementwise import references as elementwise_ref
-from ..kernels.movement import FILL
+from ..kernels.pieces import FILL
 from ..ops.common import ELEVEN_TYPES
 from ..plan import element_view
 from ..validation import Tensor
