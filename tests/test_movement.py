@@ -144,6 +144,43 @@ def make_case(rng, op, dt):
                 {"OutputTensor": index_sizes}, {"Axis": axis}
         return {"InputTensor": sizes, "IndicesTensor": index_sizes, "UpdatesTensor": index_sizes}, \
             {"OutputTensor": sizes}, {"Axis": axis}
+    if op in (OP.DML_OPERATOR_GATHER_ND, OP.DML_OPERATOR_GATHER_ND1, OP.DML_OPERATOR_SCATTER_ND):
+        m = int(rng.integers(1, rank + 1))  # meaningful input dimensions
+        b = int(rng.integers(0, m)) if op == OP.DML_OPERATOR_GATHER_ND1 else 0
+        t = int(rng.integers(1, m - b + 1))
+        most_n = rank - (m - b - t) + 1  # the output's meaningful dims must fit its rank
+        n = int(rng.integers(b + 1, max(b + 1, min(rank, most_n)) + 1))
+        x_m = [int(rng.integers(1, 4)) for _ in range(m)]
+        idx_m = x_m[:b] + [int(rng.integers(1, 4)) for _ in range(n - 1 - b)] + [t]
+        out_m = idx_m[:-1] + x_m[b + t:]
+        x_sizes = [1] * (rank - m) + x_m
+        idx_sizes = [1] * (rank - n) + idx_m
+        target = [1] * (rank - len(out_m)) + out_m
+        attrs = {"InputDimensionCount": m, "IndicesDimensionCount": n}
+        if op == OP.DML_OPERATOR_GATHER_ND1:
+            attrs["BatchDimensionCount"] = b
+        if op == OP.DML_OPERATOR_SCATTER_ND:
+            return {"InputTensor": x_sizes, "IndicesTensor": idx_sizes, "UpdatesTensor": target}, \
+                {"OutputTensor": x_sizes}, attrs
+        return {"InputTensor": x_sizes, "IndicesTensor": idx_sizes}, {"OutputTensor": target}, attrs
+    if op == OP.DML_OPERATOR_ONE_HOT:
+        axis = int(rng.integers(0, rank))
+        index_sizes = list(sizes)
+        index_sizes[axis] = 1
+        values = [1] * rank
+        values[int(rng.integers(0, rank))] = int(rng.integers(2, 4))
+        return {"IndicesTensor": index_sizes, "ValuesTensor": values}, \
+            {"OutputTensor": sizes}, {"Axis": axis}
+    if op == OP.DML_OPERATOR_REVERSE_SUBSEQUENCES:
+        axis = int(rng.integers(0, rank))
+        lengths = list(sizes)
+        lengths[axis] = 1
+        return {"InputTensor": sizes, "SequenceLengthsTensor": lengths}, \
+            {"OutputTensor": sizes}, {"Axis": axis}
+    if op == OP.DML_OPERATOR_DIAGONAL_MATRIX:
+        return {}, {"OutputTensor": sizes}, {
+            "Offset": int(rng.integers(-sizes[-2] - 1, sizes[-1] + 2)),
+            "Value": float(rng.choice([1.0, -2.5, 10.6, 300.0, -1e10]))}
     if op == OP.DML_OPERATOR_FILL_VALUE_CONSTANT:
         return {}, {"OutputTensor": sizes}, {"ValueDataType": dt, "Value": typed_value(rng, dt)}
     if op == OP.DML_OPERATOR_FILL_VALUE_SEQUENCE:
@@ -157,8 +194,12 @@ INDEX_TYPES = (T.DML_TENSOR_DATA_TYPE_INT32, T.DML_TENSOR_DATA_TYPE_INT64,
 
 
 def axis_size(op, attrs, ins, outs) -> int:
-    """The size of the dimension the indices point into."""
-    whole = outs["OutputTensor"] if op == OP.DML_OPERATOR_SCATTER_ELEMENTS else ins["InputTensor"]
+    """The size of the dimension the indices point into (ND: the smallest a tuple addresses)."""
+    if "InputDimensionCount" in attrs:
+        x = ins["InputTensor"]
+        return min(x[len(x) - attrs["InputDimensionCount"]:])
+    whole = outs["OutputTensor"] if op in (OP.DML_OPERATOR_SCATTER_ELEMENTS,
+                                           OP.DML_OPERATOR_ONE_HOT) else ins["InputTensor"]
     return whole[attrs["Axis"]]
 
 
@@ -194,6 +235,12 @@ def run_case(device, rng, row, dt):
             raw = strided_buffer(rng, dt, s, strides)
             if name == "IndicesTensor":
                 tdt, raw = index_buffer(rng, s, strides, axis_size(op, attrs, ins, outs))
+            if name == "SequenceLengthsTensor":  # 0 … beyond the axis (a whole reversal)
+                tdt = INDEX_TYPES[int(rng.integers(2, 4))]
+                raw = strided_buffer(rng, tdt, s, strides, fill=0)
+                typed = raw[: raw.size // np_dtype(tdt).itemsize * np_dtype(tdt).itemsize].view(
+                    np_dtype(tdt))
+                typed[:] = rng.integers(0, ins["InputTensor"][attrs["Axis"]] + 3, typed.size)
             descs.append(desc(tdt, s, strides))
             raws.append(raw)
             inputs[f"{name}[{i}]" if many else name] = np.array(logical(raw, np_dtype(tdt), s,
@@ -383,3 +430,41 @@ def test_scatter_elements_last_update_wins_and_outside_ones_are_dropped(device):
         OutputTensor=tensor_desc(x), Axis=1))
     [y] = device.execute(op, [x, idx, upd])
     assert y.reshape(2, 4).tolist() == [[0, 12, 0, 11], [21, 0, 0, 22]]
+
+
+@pytest.mark.parametrize("indices,values,axis,expected", [
+    ([0, 3, 2], [0, 1], 3, [[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]),
+    ([-3, 100, 3], [0, 1], 3, [[0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]]),
+])
+def test_one_hot_page_examples(device, indices, values, axis, expected):
+    idx = np.array(indices, np.int32).reshape(1, 1, 3, 1)
+    vals = np.array(values, np.float32).reshape(1, 1, 1, 2)
+    op = DML_OPERATOR_DESC(Desc=DML_ONE_HOT_OPERATOR_DESC(
+        IndicesTensor=tensor_desc(idx), ValuesTensor=tensor_desc(vals),
+        OutputTensor=tensor_desc((1, 1, 3, 4), F32), Axis=axis))
+    [y] = device.execute(op, [idx, vals])
+    assert y.reshape(3, 4).tolist() == expected
+
+
+def test_one_hot_on_value_is_the_second_element_along_the_fastest_dimension_above_1(device):
+    """The page's Example 3: ValuesTensor {1,1,3,1} = [4, 2, 9] gives off 4, on 2."""
+    idx = np.array([0, 3, 2], np.uint32).reshape(1, 1, 3, 1)
+    vals = np.array([4, 2, 9], np.float32).reshape(1, 1, 3, 1)
+    op = DML_OPERATOR_DESC(Desc=DML_ONE_HOT_OPERATOR_DESC(
+        IndicesTensor=tensor_desc(idx), ValuesTensor=tensor_desc(vals),
+        OutputTensor=tensor_desc((1, 1, 3, 4), F32), Axis=3))
+    [y] = device.execute(op, [idx, vals])
+    assert y.reshape(3, 4).tolist() == [[2, 4, 4, 4], [4, 4, 4, 2], [4, 4, 2, 4]]
+
+
+@pytest.mark.parametrize("offset,sizes,expected", [
+    (0, (3, 3), [[1, 0, 0], [0, 1, 0], [0, 0, 1]]),
+    (1, (3, 3), [[0, 1, 0], [0, 0, 1], [0, 0, 0]]),
+    (-1, (3, 2), [[0, 0], [1, 0], [0, 1]]),
+    (-3, (3, 2), [[0, 0], [0, 0], [0, 0]]),
+])
+def test_diagonal_matrix_page_examples(device, offset, sizes, expected):
+    op = DML_OPERATOR_DESC(Desc=DML_DIAGONAL_MATRIX_OPERATOR_DESC(
+        OutputTensor=tensor_desc((1, 1, *sizes), F32), Offset=offset, Value=1.0))
+    [y] = device.execute(op, [])
+    assert y.reshape(sizes).tolist() == expected

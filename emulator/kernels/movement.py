@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel, prange
+from .jit import inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
 from .stream import stream_copy
 
@@ -162,13 +162,14 @@ def gather_copy(src, src_base, dst, dst_base, fill, sizes, src_strides, dst_stri
 
 
 @kernel
-def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, tab_strides, n, upd_step,
-                  tab_step, table):  # pragma: no cover
+def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, index_strides, n, upd_step,
+                  index_step, indices, size, stride):  # pragma: no cover
     """For every line (a coordinate of ``sizes``: all dimensions but the scatter axis), its
-    ``n`` updates in order: ``dst[line·dst_strides + table[t]] = upd[line·upd_strides + j·
-    upd_step]`` with t = line·tab_strides + j·tab_step, skipping FILL entries. A line's updates
-    only reach that line of the output, so lines run in parallel and, inside one, the last
-    update of an element wins."""
+    ``n`` updates in order: ``dst[line·dst_strides + position·stride] = upd[line·upd_strides +
+    j·upd_step]``, the position read from the index tensor at ``line·index_strides +
+    j·index_step`` (negative from the end; outside [0, size): the update is dropped). A line's
+    updates only reach that line of the output, so lines run in parallel and, inside one, the
+    last update of an element wins."""
     rank = sizes.shape[0]
     lines = np.int64(1)
     for k in range(rank):
@@ -183,11 +184,11 @@ def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, tab_strides, n, upd
             rem //= sizes[k]
             d += c * dst_strides[k]
             u += c * upd_strides[k]
-            t += c * tab_strides[k]
+            t += c * index_strides[k]
         for j in range(n):
-            off = table[t + j * tab_step]
-            if off >= 0:
-                dst[np.uint64(d + off)] = upd[np.uint64(u + j * upd_step)]
+            p = _position(indices[np.uint64(t + j * index_step)], size)
+            if p >= 0:
+                dst[np.uint64(d + p * stride)] = upd[np.uint64(u + j * upd_step)]
 
 
 @kernel
@@ -210,10 +211,68 @@ def index_table(indices, base, sizes, strides, size, stride, table):  # pragma: 
         at = np.uint64(offset)
         out = np.uint64(row * inner)
         for j in range(np.uint64(inner)):
-            v = indices[at + j * step]
-            p = np.int64(v)
-            if v < 0:
-                p += size
-            elif np.uint64(v) >= np.uint64(size):  # (a huge unsigned value stays outside)
-                p = -1
-            table[out + j] = p * stride if 0 <= p < size else FILL
+            p = _position(indices[at + j * step], size)
+            table[out + j] = p * stride if p >= 0 else FILL
+
+
+@kernel
+def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides, indices,
+                 size, stride, stream):  # pragma: no cover
+    """``dst[c] = src[c·src_strides + position(c)·stride]``, the position read from the index
+    tensor at ``c·index_strides`` (a negative value of a signed type counts from the end; one
+    outside [0, size) writes the fill value): GATHER and GATHER_ELEMENTS, the indices read once
+    in the loop instead of through a table."""
+    rank = sizes.shape[0]
+    inner = sizes[rank - 1]
+    rows = np.int64(1)
+    for k in range(rank - 1):
+        rows *= sizes[k]
+    chunks = (inner + CHUNK - 1) // CHUNK
+    fv = fill[0]
+    sl = np.uint64(src_strides[rank - 1])
+    dl = np.uint64(dst_strides[rank - 1])
+    il = np.uint64(index_strides[rank - 1])
+    for task in prange(rows * chunks):
+        row = np.int64(task) // chunks
+        j0 = (np.int64(task) - row * chunks) * CHUNK
+        s = j0 * src_strides[rank - 1]
+        d = j0 * dst_strides[rank - 1]
+        t = j0 * index_strides[rank - 1]
+        rem = row
+        for k in range(rank - 2, -1, -1):
+            c = rem % sizes[k]
+            rem //= sizes[k]
+            s += c * src_strides[k]
+            d += c * dst_strides[k]
+            t += c * index_strides[k]
+        su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
+        n = np.uint64(min(inner, j0 + CHUNK) - j0)
+        if il == 0:  # one index for the whole row (GATHER's rows): a plain copy
+            p = _position(indices[tu], size)
+            if p < 0:
+                for j in range(n):
+                    dst[du + j * dl] = fv
+            elif sl == 1 and dl == 1 and stream and n >= STREAM_RUN:
+                stream_copy(dst, du, src, su + np.uint64(p * stride), n)
+            else:
+                so = su + np.uint64(p * stride)
+                for j in range(n):
+                    dst[du + j * dl] = src[so + j * sl]
+        else:
+            for j in range(n):
+                p = _position(indices[tu + j * il], size)
+                if p < 0:
+                    dst[du + j * dl] = fv
+                else:
+                    dst[du + j * dl] = src[su + j * sl + np.uint64(p * stride)]
+
+
+@inline
+def _position(v, size):  # pragma: no cover
+    """An index value's position along an axis of ``size``, or -1 outside."""
+    p = np.int64(v)
+    if v < 0:
+        p += size
+    elif np.uint64(v) >= np.uint64(size):  # (a huge unsigned value stays outside)
+        p = -1
+    return p if 0 <= p < size else np.int64(-1)

@@ -112,7 +112,9 @@ class IndexMap:
                    starts if outer_tables else np.zeros(0, np.int64), _pieces(inner), inner,
                    inner_stride, src_base, dst_base, fill)
 
-    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+    def run(self, regions: Mapping[str, np.ndarray], fill_value: np.ndarray | None = None) -> None:
+        """``fill_value``: a 1-element array of the element's width read at dispatch (ONE_HOT's
+        OffValue), instead of the plan's fill bits."""
         import numba
 
         from ..kernels.movement import map_copy
@@ -120,7 +122,8 @@ class IndexMap:
         dst = element_view(regions[self.dst], self.element_size)
         src = element_view(regions[self.src], self.element_size) if self.src is not None \
             else dst[:1]
-        fill = np.array([self.fill], np.uint64).astype(dst.dtype)
+        fill = np.array([self.fill], np.uint64).astype(dst.dtype) if fill_value is None \
+            else fill_value
         rows = int(np.prod(self.outer))
         written = rows * self.inner.size * self.element_size
         map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
@@ -178,54 +181,79 @@ class MovePlan:
             m.run(regions)
 
 
-def offset_table(index: Tensor, region: np.ndarray, size: int, stride: int) -> np.ndarray:
+def offset_table(index: Tensor, region: np.ndarray, size: int, stride: int,
+                 tuple_part: int | None = None) -> np.ndarray:
     """The element offsets (position · stride) of an index tensor's values along an axis of
     ``size`` elements, packed in its logical row-major order (``kernels/movement.index_table``):
     negative values of a signed index type count from the end (from 3_0, the pages say); a value
-    still outside [0, size) gives FILL (docs/decisions.md)."""
+    still outside [0, size) gives FILL (docs/decisions.md). ``tuple_part``: read only component
+    k of the index tuples along the tensor's last dimension (the ND operators)."""
     from ..kernels.movement import index_table
     from ..resources import typed_view
 
-    table = np.empty(index.element_count, np.int64)
-    index_table(typed_view(region, index.dtype), 0, np.asarray(index.sizes, np.int64),
-                np.asarray(index.strides, np.int64), size, stride, table)
+    sizes, strides, base = index.sizes, index.strides, 0
+    if tuple_part is not None:
+        sizes, strides = sizes[:-1] or (1,), strides[:-1] or (0,)
+        base = tuple_part * index.strides[-1]
+    table = np.empty(int(np.prod(sizes)), np.int64)
+    index_table(typed_view(region, index.dtype), base, np.asarray(sizes, np.int64),
+                np.asarray(strides, np.int64), size, stride, table)
     return table
+
+
+def tuple_table(index: Tensor, region: np.ndarray, axes: Sequence[tuple[int, int]]
+                ) -> np.ndarray:
+    """The source offset of each index tuple (the index tensor's last dimension): the sum of its
+    components' offsets along ``axes`` ((size, stride) each); FILL if any component is outside."""
+    parts = [offset_table(index, region, size, stride, k) for k, (size, stride) in
+             enumerate(axes)]
+    table = np.sum(parts, axis=0)
+    return np.where(np.any(np.array(parts) < 0, axis=0), FILL, table)
 
 
 @dataclass(frozen=True, eq=False)
 class GatherPlan:
-    """``dst[c] = src[c·src_strides + T[c·tab_strides]]`` (0 where T is FILL), T made at dispatch
-    from the index tensor: one index's offset along ``axis`` (GATHER, GATHER_ELEMENTS), packed
-    over the index tensor's logical coordinates."""
+    """``dst[c] = src[c·src_strides + offset(c)]`` (0 where the index is outside): GATHER and
+    GATHER_ELEMENTS read the index at ``c·tab_strides`` in the index tensor and scale it by the
+    axis' stride in the kernel (``gather_index``); the ND gathers sum each tuple's component
+    offsets into a table at dispatch (``tuple_table``, ``gather_copy``)."""
 
     src: str
     dst: str
     index_name: str
     index: Tensor
-    axis_size: int
-    axis_stride: int
+    axes: tuple[tuple[int, int], ...]  # (size, stride) of the axes an index (tuple) addresses
+    tuples: bool  # the index tensor's last dimension holds tuples (GATHER_ND)
     element_size: int
     sizes: np.ndarray
     src_strides: np.ndarray
     dst_strides: np.ndarray
-    tab_strides: np.ndarray
+    tab_strides: np.ndarray  # per output dimension: the index tensor's stride (one index per
+    # element, read in the kernel) or the tuple table's (the ND gathers)
 
     @classmethod
-    def build(cls, src: str, dst: str, index_name: str, index: Tensor, axis_size: int,
-              axis_stride: int, element_size: int, sizes: Sequence[int],
-              src_strides: Sequence[int], dst_strides: Sequence[int],
+    def build(cls, src: str, dst: str, index_name: str, index: Tensor,
+              axes: Sequence[tuple[int, int]], tuples: bool, element_size: int,
+              sizes: Sequence[int], src_strides: Sequence[int], dst_strides: Sequence[int],
               tab_strides: Sequence[int]) -> GatherPlan:
         c = collapse(sizes, src_strides, dst_strides, tab_strides)
-        return cls(src, dst, index_name, index, axis_size, axis_stride, element_size,
+        return cls(src, dst, index_name, index, tuple(axes), tuples, element_size,
                    *(np.asarray(x, np.int64) for x in c))
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.movement import gather_copy
+        from ..kernels.movement import gather_copy, gather_index
+        from ..resources import typed_view
 
-        table = offset_table(self.index, regions[self.index_name], self.axis_size,
-                             self.axis_stride)
+        region = regions[self.index_name]
         dst = element_view(regions[self.dst], self.element_size)
-        written = int(np.prod(self.sizes)) * self.element_size
-        gather_copy(element_view(regions[self.src], self.element_size), 0, dst, 0,
-                    np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
-                    self.tab_strides, table, written >= STREAM_BYTES)
+        src = element_view(regions[self.src], self.element_size)
+        stream = int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES
+        if not self.tuples:  # one index per element: read in the kernel, no table
+            size, stride = self.axes[0]
+            gather_index(src, dst, np.zeros(1, dst.dtype), self.sizes, self.src_strides,
+                         self.dst_strides, self.tab_strides, typed_view(region, self.index.dtype),
+                         size, stride, stream)
+            return
+        table = tuple_table(self.index, region, self.axes)
+        gather_copy(src, 0, dst, 0, np.zeros(1, dst.dtype), self.sizes, self.src_strides,
+                    self.dst_strides, self.tab_strides, table, stream)

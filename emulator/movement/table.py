@@ -12,12 +12,17 @@ table of source element offsets (``FILL`` outside the source):
 - DEPTH_TO_SPACE(1) / SPACE_TO_DEPTH(1): the space dimensions split into (position, block)
   views of the output, so each is one affine map;
 - SLICE_GRAD: the window positions copy the gradient, every other element is FILL (zero);
-- FILL_VALUE_CONSTANT: a map with no source.
+- FILL_VALUE_CONSTANT: a map with no source; DIAGONAL_MATRIX: one for the zeros, one along the
+  diagonal (a view whose stride is the sum of the last two).
 
-FILL_VALUE_SEQUENCE computes its values (``SequencePlan``). GATHER and GATHER_ELEMENTS are one
-``plan.GatherPlan`` each: the source offset of every output element plus an entry of a table made
-at dispatch from the index tensor. SCATTER_ELEMENTS copies the input (an index map), then writes
-the updates line by line along Axis (``ScatterPlan``).
+FILL_VALUE_SEQUENCE computes its values (``SequencePlan``). GATHER, GATHER_ELEMENTS and
+GATHER_ND(1) are one ``plan.GatherPlan`` each: every output element's source offset plus its
+index's (its index tuple's) offset along the gathered axis (axes). SCATTER_ELEMENTS copies the
+input (an index map), then writes the updates line by line along Axis (``ScatterPlan``);
+ONE_HOT fills OffValue and writes each sequence's OnValue the same way (``OneHotPlan``);
+REVERSE_SUBSEQUENCES is a gather through a table made from the sequence lengths
+(``ReversePlan``); SCATTER_ND copies, then writes each update block at its tuple's offset
+(``ScatterNDPlan``).
 """
 
 from __future__ import annotations
@@ -36,9 +41,10 @@ from ..elementwise import references as elementwise_ref
 from ..kernels.pieces import FILL
 from ..ops.common import ELEVEN_TYPES
 from ..plan import element_view
+from ..resources import typed_view
 from ..validation import Tensor
 from . import references as ref
-from .plan import GatherPlan, IndexMap, MovePlan, affine, offset_table
+from .plan import GatherPlan, IndexMap, MovePlan, affine, tuple_table
 
 OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
@@ -318,18 +324,17 @@ def gather_plan(v: SimpleNamespace) -> GatherPlan:
     x, idx, out = v.InputTensor, v.IndicesTensor, v.OutputTensor
     axis, q = v.Axis, v.IndexDimensions
     lead = idx.dim_count - q
-    roles: list[tuple[int, int]] = []  # (source stride, table stride) of each expected dim
-    packed = _packed(idx.sizes)
+    roles: list[tuple[int, int]] = []  # (source stride, index stride) of each expected dim
     for e in range(axis):
         roles.append((x.strides[e], 0))
     for k in range(q):
-        roles.append((0, packed[lead + k]))
+        roles.append((0, idx.strides[lead + k]))
     for e in range(axis + 1, x.dim_count):
         roles.append((x.strides[e], 0))
     shift = out.dim_count - len(roles)  # > 0: leading 1s prepended; < 0: leading 1s cropped
     aligned = [(0, 0)] * max(shift, 0) + roles[max(-shift, 0):]
     return GatherPlan.build("InputTensor", "OutputTensor", "IndicesTensor", idx,
-                            x.sizes[axis], x.strides[axis], x.element_size, out.sizes,
+                            [(x.sizes[axis], x.strides[axis])], False, x.element_size, out.sizes,
                             [r[0] for r in aligned], out.strides, [r[1] for r in aligned])
 
 
@@ -367,8 +372,8 @@ def gather_elements_plan(v: SimpleNamespace) -> GatherPlan:
     src = list(x.strides)
     src[v.Axis] = 0
     return GatherPlan.build("InputTensor", "OutputTensor", "IndicesTensor", idx,
-                            x.sizes[v.Axis], x.strides[v.Axis], x.element_size, out.sizes, src,
-                            out.strides, _packed(idx.sizes))
+                            [(x.sizes[v.Axis], x.strides[v.Axis])], False, x.element_size,
+                            out.sizes, src, out.strides, idx.strides)
 
 
 def gather_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
@@ -396,8 +401,6 @@ class ScatterPlan:
         self.copy.run(regions)
         v = self.values
         idx, upd, out, axis = v.IndicesTensor, v.UpdatesTensor, v.OutputTensor, v.Axis
-        table = offset_table(idx, regions["IndicesTensor"], out.sizes[axis], out.strides[axis])
-        packed = _packed(idx.sizes)
         others = [d for d in range(idx.dim_count) if d != axis]
         size = out.element_size
         scatter_lines(element_view(regions["OutputTensor"], size),
@@ -405,8 +408,10 @@ class ScatterPlan:
                       np.array([idx.sizes[d] for d in others], np.int64),
                       np.array([out.strides[d] for d in others], np.int64),
                       np.array([upd.strides[d] for d in others], np.int64),
-                      np.array([packed[d] for d in others], np.int64),
-                      idx.sizes[axis], upd.strides[axis], packed[axis], table)
+                      np.array([idx.strides[d] for d in others], np.int64),
+                      idx.sizes[axis], upd.strides[axis], idx.strides[axis],
+                      typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
+                      out.strides[axis])
 
 
 def scatter_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
@@ -432,6 +437,263 @@ def scatter_elements_plan(v: SimpleNamespace) -> ScatterPlan:
     copy = IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes, out.strides,
                           identity_tables(x))
     return ScatterPlan(copy, v)
+
+
+# --- ONE_HOT, REVERSE_SUBSEQUENCES ---------------------------------------------------------------
+
+def on_off(values: np.ndarray) -> tuple[np.generic, np.generic]:
+    """ONE_HOT's (OffValue, OnValue): ValuesTensor's element 0, and its element 1 along the
+    fastest-changing dimension of size > 1 (the page)."""
+    inner = max(d for d in range(values.ndim) if values.shape[d] > 1)
+    at = [0] * values.ndim
+    off = values[tuple(at)]
+    at[inner] = 1
+    return off, values[tuple(at)]
+
+
+@dataclass(frozen=True, eq=False)
+class OneHotPlan:
+    """The output filled with OffValue (an index map with no source), then each sequence's
+    OnValue written at its index (``scatter_lines`` with one update per line)."""
+
+    fill: IndexMap
+    values: SimpleNamespace
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.movement import scatter_lines
+
+        v = self.values
+        idx, out, axis = v.IndicesTensor, v.OutputTensor, v.Axis
+        size = out.element_size
+        off, on = (np.array([x]).view(f"u{size}") for x in
+                   on_off(v.ValuesTensor.view(regions["ValuesTensor"])))
+        self.fill.run(regions, off)
+        others = [d for d in range(out.dim_count) if d != axis]
+        scatter_lines(element_view(regions["OutputTensor"], size), on,
+                      np.array([out.sizes[d] for d in others], np.int64),
+                      np.array([out.strides[d] for d in others], np.int64),
+                      np.zeros(len(others), np.int64),
+                      np.array([idx.strides[d] for d in others], np.int64), 1, 0, 0,
+                      typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
+                      out.strides[axis])
+
+
+def one_hot_plan(v: SimpleNamespace) -> OneHotPlan:
+    out = v.OutputTensor
+    return OneHotPlan(IndexMap.build(None, "OutputTensor", out.element_size, out.sizes,
+                                     out.strides, identity_tables(out)), v)
+
+
+def one_hot_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                      ) -> dict[str, np.ndarray]:
+    """Every sequence along Axis: OnValue at its index (negative from the end; an index outside
+    leaves the whole sequence OffValue), OffValue elsewhere."""
+    idx = inputs["IndicesTensor"]
+    off, on = on_off(inputs["ValuesTensor"])
+    n = v.OutputTensor.sizes[v.Axis]
+    positions = _normalized(idx, n)  # size 1 along Axis
+    shape = [1] * idx.ndim
+    shape[v.Axis] = n
+    j = np.arange(n).reshape(shape)
+    return {"OutputTensor": np.where(j == positions, on, off)}
+
+
+def reverse_subsequences_plan(v: SimpleNamespace) -> ReversePlan:
+    return ReversePlan(v)
+
+
+@dataclass(frozen=True, eq=False)
+class ReversePlan:
+    """REVERSE_SUBSEQUENCES as a gather: the table, made at dispatch from the sequence lengths,
+    maps element j of a sequence of length L to L - 1 - j (j < L) or j."""
+
+    values: SimpleNamespace
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..kernels.movement import gather_copy
+
+        v = self.values
+        x, out, axis = v.InputTensor, v.OutputTensor, v.Axis
+        n = x.sizes[axis]
+        lengths = np.minimum(v.SequenceLengthsTensor.view(regions["SequenceLengthsTensor"])
+                             .astype(np.uint64), n).astype(np.int64)  # (clamped: decisions)
+        shape = [1] * x.dim_count
+        shape[axis] = n
+        j = np.arange(n, dtype=np.int64).reshape(shape)
+        table = np.ascontiguousarray(np.where(j < lengths, lengths - 1 - j, j) * x.strides[axis])
+        src = list(x.strides)
+        src[axis] = 0
+        size = x.element_size
+        dst = element_view(regions["OutputTensor"], size)
+        gather_copy(element_view(regions["InputTensor"], size), 0, dst, 0, np.zeros(1, dst.dtype),
+                    np.asarray(out.sizes, np.int64), np.asarray(src, np.int64),
+                    np.asarray(out.strides, np.int64),
+                    np.asarray(_packed(table.shape), np.int64), table.ravel(), False)
+
+
+def reverse_subsequences_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                                   ) -> dict[str, np.ndarray]:
+    """Each sequence along Axis has its first SequenceLength elements reversed, the rest kept;
+    a length beyond the axis reverses the whole sequence (decisions)."""
+    x, lengths = inputs["InputTensor"], inputs["SequenceLengthsTensor"]
+    out = np.array(x, order="C")
+    moved = np.moveaxis(out, v.Axis, -1)
+    source = np.moveaxis(x, v.Axis, -1)
+    flat_lengths = np.moveaxis(lengths, v.Axis, -1)
+    for at in np.ndindex(moved.shape[:-1]):
+        k = int(min(int(flat_lengths[at][0]), moved.shape[-1]))
+        moved[at][:k] = source[at][:k][::-1]
+    return {"OutputTensor": out}
+
+
+# --- GATHER_ND, GATHER_ND1, SCATTER_ND --------------------------------------------------------
+
+def _nd_shape(v: SimpleNamespace) -> tuple[int, int, int, int, int]:
+    """(batch dims b, first meaningful input dim, first meaningful index dim, meaningful index
+    dims n, tuple size t) of an ND gather or scatter."""
+    x, idx = v.InputTensor, v.IndicesTensor
+    n = v.IndicesDimensionCount
+    return (int(getattr(v, "BatchDimensionCount", 0)), x.dim_count - v.InputDimensionCount,
+            idx.dim_count - n, n, idx.sizes[-1])
+
+
+def gather_nd_plan(v: SimpleNamespace) -> GatherPlan:
+    """Output coordinates: the meaningful index dimensions but the last (the first b are batch
+    dimensions, shared with the input), then the input dimensions after the tuple's; the index
+    tuple addresses the t input dimensions after the batch ones."""
+    x, idx, out = v.InputTensor, v.IndicesTensor, v.OutputTensor
+    b, x0, i0, n, t = _nd_shape(v)
+    packed = _packed(idx.sizes[:-1] or (1,))
+    roles = [(x.strides[x0 + e] if e < b else 0, packed[i0 + e]) for e in range(n - 1)]
+    roles += [(x.strides[k], 0) for k in range(x0 + b + t, x.dim_count)]
+    shift = out.dim_count - len(roles)
+    aligned = [(0, 0)] * max(shift, 0) + roles[max(-shift, 0):]
+    axes = [(x.sizes[x0 + b + j], x.strides[x0 + b + j]) for j in range(t)]
+    return GatherPlan.build("InputTensor", "OutputTensor", "IndicesTensor", idx, axes, True,
+                            x.element_size, out.sizes, [r[0] for r in aligned], out.strides,
+                            [r[1] for r in aligned])
+
+
+def _tuple_position(values: np.ndarray, sizes: Sequence[int]) -> tuple[int, ...] | None:
+    """An index tuple's input coordinates (negative components from the end), or None if one
+    lies outside."""
+    out = []
+    for value, size in zip(values.tolist(), sizes):
+        k = int(value) + (size if int(value) < 0 else 0)
+        if not 0 <= k < size:
+            return None
+        out.append(k)
+    return tuple(out)
+
+
+def gather_nd_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                        ) -> dict[str, np.ndarray]:
+    """For each index tuple (batch coordinates first): the input block at (batch, tuple), zeros
+    for a tuple outside the input; the blocks in the meaningful index shape, right-aligned to
+    OutputTensor."""
+    b, _, _, n, t = _nd_shape(v)
+    x = inputs["InputTensor"]
+    x = x.reshape(x.shape[x.ndim - v.InputDimensionCount:])
+    idx = inputs["IndicesTensor"]
+    idx = idx.reshape(idx.shape[idx.ndim - n:])
+    block = x.shape[b + t:]
+    blocks = []
+    for p in np.ndindex(idx.shape[:-1]):
+        at = _tuple_position(idx[p], x.shape[b:b + t])
+        blocks.append(x[p[:b] + at] if at is not None else np.zeros(block, x.dtype))
+    y = np.array(blocks, x.dtype).reshape(idx.shape[:-1] + block)
+    return {"OutputTensor": y.reshape(v.OutputTensor.sizes)}
+
+
+@dataclass(frozen=True, eq=False)
+class ScatterNDPlan:
+    """SCATTER_ND: the input copied to the output (an index map), then every update block
+    written at its tuple's offset (NumPy on the output's elements). A tuple outside the input is
+    dropped; where tuples repeat, the last in row-major order wins (as SCATTER_ELEMENTS)."""
+
+    copy: IndexMap
+    values: SimpleNamespace
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from ..resources import typed_view
+
+        self.copy.run(regions)
+        v = self.values
+        out, idx, upd = v.OutputTensor, v.IndicesTensor, v.UpdatesTensor
+        _, x0, _, _, t = _nd_shape(v)
+        axes = [(out.sizes[x0 + j], out.strides[x0 + j]) for j in range(t)]
+        table = tuple_table(idx, regions["IndicesTensor"], axes)
+        trailing = out.sizes[x0 + t:]
+        block = np.zeros(1, np.int64)
+        for size, stride in zip(trailing, out.strides[x0 + t:]):
+            block = (block[:, None] + np.arange(size, dtype=np.int64) * stride).ravel()
+        updates = np.ascontiguousarray(upd.view(regions["UpdatesTensor"])).reshape(
+            table.size, block.size)
+        keep = np.flatnonzero(table >= 0)
+        _, last = np.unique(table[keep][::-1], return_index=True)
+        chosen = keep[keep.size - 1 - last]
+        flat = typed_view(regions["OutputTensor"], out.dtype)
+        flat[(table[chosen][:, None] + block[None, :]).ravel()] = updates[chosen].ravel()
+
+
+def scatter_nd_plan(v: SimpleNamespace) -> ScatterNDPlan:
+    x, out = v.InputTensor, v.OutputTensor
+    return ScatterNDPlan(IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes,
+                                        out.strides, identity_tables(x)), v)
+
+
+def scatter_nd_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                         ) -> dict[str, np.ndarray]:
+    """output = input; then, for each index tuple in row-major order, output[tuple] = its update
+    block (a tuple outside the input is skipped)."""
+    _, _, _, n, t = _nd_shape(v)
+    x = inputs["InputTensor"]
+    out = np.array(x, order="C")
+    meaningful = out.reshape(out.shape[out.ndim - v.InputDimensionCount:])
+    idx = inputs["IndicesTensor"]
+    idx = idx.reshape(idx.shape[idx.ndim - n:])
+    upd = np.asarray(inputs["UpdatesTensor"]).reshape(idx.shape[:-1] + meaningful.shape[t:])
+    for p in np.ndindex(idx.shape[:-1]):
+        at = _tuple_position(idx[p], meaningful.shape[:t])
+        if at is not None:
+            meaningful[at] = upd[p]
+    return {"OutputTensor": out}
+
+
+# --- DIAGONAL_MATRIX ------------------------------------------------------------------------------
+
+def diagonal_matrix_plan(v: SimpleNamespace) -> MovePlan:
+    """Zeros everywhere (a map with no source), then Value along the diagonal x = y + Offset of
+    every matrix: one map over the diagonal's elements, its stride the sum of the last two."""
+    out = v.OutputTensor
+    *batch, h, w = out.sizes
+    *batch_strides, sh, sw = out.strides
+    zeros = IndexMap.build(None, "OutputTensor", out.element_size, out.sizes, out.strides,
+                           identity_tables(out))
+    first = max(0, -v.Offset)
+    length = min(h, w - v.Offset) - first
+    if length <= 0:
+        return MovePlan((zeros,))
+    sizes = [*batch, length]
+    diagonal = IndexMap.build(None, "OutputTensor", out.element_size, sizes,
+                              [*batch_strides, sh + sw], [affine(n, 0) for n in sizes],
+                              dst_base=first * sh + (first + v.Offset) * sw,
+                              fill=fill_bits(v.Value, out.data_type))
+    return MovePlan((zeros, diagonal))
+
+
+def diagonal_matrix_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                              ) -> dict[str, np.ndarray]:
+    """OutputTensor[..., y, x] = Value if y + Offset == x else 0 (Value as CAST converts it for
+    an integer type: 10.6 becomes 10, the page says)."""
+    out = v.OutputTensor
+    dtype = np.dtype(NUMPY_DTYPE[out.data_type])
+    value = np.array([fill_bits(v.Value, out.data_type)], np.uint64).astype(
+        f"u{dtype.itemsize}").view(dtype)[0]
+    *_, h, w = out.sizes
+    y, x = np.indices((h, w))
+    return {"OutputTensor": np.broadcast_to(np.where(y + v.Offset == x, value, dtype.type(0)),
+                                            out.sizes).astype(dtype)}
 
 
 # --- the table ------------------------------------------------------------------------------
@@ -467,5 +729,12 @@ ROWS = (
     Row(OP.DML_OPERATOR_GATHER, gather_plan, gather_reference),
     Row(OP.DML_OPERATOR_GATHER_ELEMENTS, gather_elements_plan, gather_elements_reference),
     Row(OP.DML_OPERATOR_SCATTER_ELEMENTS, scatter_elements_plan, scatter_elements_reference),
+    Row(OP.DML_OPERATOR_ONE_HOT, one_hot_plan, one_hot_reference),
+    Row(OP.DML_OPERATOR_REVERSE_SUBSEQUENCES, reverse_subsequences_plan,
+        reverse_subsequences_reference),
+    Row(OP.DML_OPERATOR_GATHER_ND, gather_nd_plan, gather_nd_reference),
+    Row(OP.DML_OPERATOR_GATHER_ND1, gather_nd_plan, gather_nd_reference),
+    Row(OP.DML_OPERATOR_SCATTER_ND, scatter_nd_plan, scatter_nd_reference),
+    Row(OP.DML_OPERATOR_DIAGONAL_MATRIX, diagonal_matrix_plan, diagonal_matrix_reference),
 )
 BY_OPERATOR = {row.operator: row for row in ROWS}
