@@ -298,9 +298,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         else:
             d = model.dispatchables[name]
             entry["operator"] = short_name(d.operator)
-            entry["executable"] = REGISTRY[d.operator].executable
             lowest = min_feature_level(d.desc)
             entry["min_feature_level"] = short_level(lowest) if lowest else None
+            # This desc's executability (a data type or mode its kernel lacks), where it is valid.
+            spec = REGISTRY[d.operator]
+            why = spec.not_executable_because(validate_operator(d.desc, lowest)[1]) \
+                if lowest and spec.executable else None
+            entry["executable"] = spec.executable and why is None
+            if why:
+                entry["not_executable"] = why
             if lowest is None:
                 try:
                     validate_operator(d.desc, level)
@@ -317,7 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if r["min_feature_level"]:
                 print(f"{r['dispatchable']}: {r['operator']} is valid from "
                       f"DML_FEATURE_LEVEL_{r['min_feature_level']}"
-                      + ("" if r["executable"] else " (validation only: not yet executable here)"))
+                      + ("" if r["executable"] else " (validation only: not yet executable here"
+                         + (f": {r['not_executable']})" if "not_executable" in r else ")")))
             elif "unsupported" in r:
                 print(f"{r['dispatchable']}: not checked: {r['unsupported']}")
             else:

@@ -27,7 +27,6 @@ from ..kernels.pieces import AFFINE, CHUNK, FILL, FILL_PIECE, GATHER
 from ..plan import collapse, element_view
 from ..validation import Tensor
 
-_DUMMY = np.zeros(8, np.uint8)
 SHORT_RUNS = 8  # below this mean run length the last dimension is gathered through its table
 SHORT_INNER = 16  # a last dimension shorter than this merges with its outer neighbours ...
 MERGED_TABLE = 4096  # ... into a table of at most this many entries
