@@ -19,15 +19,18 @@ from descriptors import *
 from emulator import Buffer, DMLCreateDevice1, DMLError, nibbles
 from emulator.activations import ACTIVATIONS
 from emulator.elementwise import ROWS
+from emulator.movement import ROWS as MOVEMENT_ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
+from .test_movement import make_case
 
 GUARD = 0xC3  # fills guard bytes around every bound range
 GAP = 0x3C  # fills the unaddressed bytes of outputs
 PAD = 256  # guard bytes on each side (and the binding offset)
 LEVELS = ["2_1", "3_0", "3_1", "4_0"]
-FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"]}  # introduced at 6_3
+FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"],  # introduced at 6_3
+                 "MOVEMENT": ["3_0", "4_1", "5_0", "6_4"]}  # signed indices, 8-D and 64-bit bands
 
 
 def profile(request) -> str:
@@ -314,9 +317,33 @@ def gen_element_wise(rng, rank):
     return op, row.ulp == 0
 
 
+MOVEMENT = [row.operator for row in MOVEMENT_ROWS]
+INDEX_TENSORS = ("IndicesTensor", "SequenceLengthsTensor")
+
+
+def gen_movement(rng, rank):
+    """A data-movement row (JOIN … GATHER_ND, SCATTER_ND) with a random desc of the last band's
+    ranks (test_movement's generator), any layouts; index tensors INT32/UINT32 filled with
+    random bits, so most indices lie outside (read as 0 / dropped) or are negative."""
+    op = MOVEMENT[int(rng.integers(0, len(MOVEMENT)))]
+    dt = EIGHT[int(rng.integers(0, 8))]
+    ins, outs, attrs = make_case(rng, op, dt)
+    tensors = {}
+    for names, is_input in ((ins, True), (outs, False)):
+        for name, sizes in names.items():
+            t = dt
+            if name in INDEX_TENSORS:
+                t = DML_TENSOR_DATA_TYPE_UINT32 if rng.random() < 0.5 or name != "IndicesTensor" \
+                    else DML_TENSOR_DATA_TYPE_INT32
+            many = isinstance(sizes[0], list)
+            descs = [desc(t, s, layout(rng, s, is_input)) for s in (sizes if many else [sizes])]
+            tensors[name] = descs if many else descs[0]
+    return DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[op](**tensors, **attrs)), True
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
               "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
-              "ELEMENT_WISE": gen_element_wise}
+              "ELEMENT_WISE": gen_element_wise, "MOVEMENT": gen_movement}
 
 
 # -- breaking one field -----------------------------------------------------------------------------

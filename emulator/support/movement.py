@@ -206,9 +206,11 @@ def _nd(ctx: Context, v: SimpleNamespace, batch: int, target: str) -> None:
             ctx.require(mx[d] == mi[d], f"IndicesTensor.Sizes[{n - idx_count + d}]", mx[d],
                         f"batch dimension {d} must equal the input's "
                         f"(InputTensor.Sizes[{m - in_count + d}] = {mi[d]})")
-    ctx.require(batch + tuple_size <= m, f"IndicesTensor.Sizes[{n - 1}]", tuple_size,
+    # The tuple addresses the meaningful input dimensions after the batch ones (the size
+    # formula below reads the input sizes after them), so it must end within them.
+    ctx.require(batch + tuple_size <= in_count, f"IndicesTensor.Sizes[{n - 1}]", tuple_size,
                 "the index tuple size (last indices dimension) may not exceed "
-                f"InputTensor.DimensionCount ({m})" + (f" less the {batch} batch dimension(s)"
+                f"InputDimensionCount ({in_count})" + (f" less the {batch} batch dimension(s)"
                                                         if batch else ""))
     expected = idx.sizes[n - idx_count:n - 1] + i.sizes[m - in_count + batch + tuple_size:]
     _fits(ctx, target, getattr(v, target), expected,

@@ -290,6 +290,11 @@ INVALID: list[tuple[Builder, dict[str, Any], str]] = [
     (gather_nd, {"InputDimensionCount": 1}, r"InputTensor\.Sizes"),
     (gather_nd, {"OutputTensor": td((2, 3))}, r"OutputTensor\.Sizes"),
     (gather_nd, {"IndicesTensor": td((2, 3), U32)}, r"IndicesTensor\.Sizes\[1\]"),
+    # The tuple must end within the meaningful input dimensions (a 2-tuple into the one
+    # meaningful dimension of {1, 4}: found by the fuzzer, the plan had no dimension to index).
+    (gather_nd, {"InputTensor": td((1, 4)), "InputDimensionCount": 1,
+                 "IndicesTensor": td((1, 2), U32), "IndicesDimensionCount": 1,
+                 "OutputTensor": td((1, 1))}, r"may not exceed InputDimensionCount \(1\)"),
     # gather_nd1
     (gather_nd1, {"BatchDimensionCount": 4}, r"BatchDimensionCount = 4"),
     (gather_nd1, {"IndicesTensor": td((1, 2, 2, 2), U32), "OutputTensor": td((1, 1, 2, 2))},
