@@ -127,7 +127,6 @@ def make_case(rng, op, dt):
             # cropped, or a 1 prepended when q = 0.
             q = int(rng.integers(0, rank + 1))
             index_sizes = [1] * (rank - q) + [int(rng.integers(1, 4)) for _ in range(q)]
-            expected = sizes[:axis] + index_sizes[rank - q:] + sizes[axis + 1:]
             for k in range(max(q - 1, 0)):  # make the cropped entries 1
                 if k < axis:
                     sizes[k] = 1
