@@ -38,6 +38,7 @@ from .cvalues import as_list, to_enum, to_flags, to_int
 from .errors import (
     DXGI_ERROR_DEVICE_REMOVED,
     DXGI_ERROR_UNSUPPORTED,
+    E_OUTOFMEMORY,
     S_OK,
     DMLError,
     invalid_arg,
@@ -232,8 +233,12 @@ class IDMLOperator:
         self.validated = validated
         # The kernel plan, built once; None for an operator that is valid but not executable.
         self.not_executable = spec.not_executable_because(validated)
-        self.plan: Any = None if self.not_executable or spec.module is None \
-            else spec.module.plan(validated.values)
+        try:
+            self.plan: Any = None if self.not_executable or spec.module is None \
+                else spec.module.plan(validated.values)
+        except MemoryError:  # a plan's tables for a valid but huge tensor (PADDING of 2^31)
+            raise DMLError(E_OUTOFMEMORY, f"{validated.operator.name}: the CPU kernel plan for "
+                           "these tensors cannot be allocated on this machine") from None
 
     @property
     def name(self) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .binding import Bound
 from .cvalues import as_list
-from .errors import DMLError, invalid_arg
+from .errors import E_OUTOFMEMORY, DMLError, invalid_arg
 
 if TYPE_CHECKING:
     from .device import IDMLCompiledOperator, IDMLOperatorInitializer
@@ -128,7 +128,13 @@ class CommandQueue:
                 _device(c)._remove(e)
                 raise
         for c, r in zip(commands, reserved):
-            c.run(r)
+            try:
+                c.run(r)
+            except MemoryError:  # a dispatch-time table of a huge index tensor (the gathers')
+                error = DMLError(E_OUTOFMEMORY, "ExecuteCommandLists: a kernel's scratch memory "
+                                 "cannot be allocated on this machine")
+                _device(c)._remove(error)
+                raise error from None
 
 
 def _check_covers(op: Any, kind: str, bound: tuple[Any, ...], owned: bool = False) -> None:

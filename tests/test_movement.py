@@ -467,3 +467,50 @@ def test_diagonal_matrix_page_examples(device, offset, sizes, expected):
         OutputTensor=tensor_desc((1, 1, *sizes), F32), Offset=offset, Value=1.0))
     [y] = device.execute(op, [])
     assert y.reshape(sizes).tolist() == expected
+
+
+def test_a_plan_that_cannot_be_allocated_is_e_outofmemory(device, monkeypatch):
+    """A valid desc whose plan tables do not fit in memory (PADDING a 1-element tensor to 2^31
+    elements needs a 16 GiB table) fails CreateOperator with E_OUTOFMEMORY, a DMLError, and the
+    device stays usable."""
+    from emulator import E_OUTOFMEMORY, DMLError
+
+    module = REGISTRY[OP.DML_OPERATOR_PADDING].module
+
+    def no_memory(v):
+        raise MemoryError
+
+    monkeypatch.setattr(module, "plan", no_memory)
+    x = np.zeros(1, np.uint8)
+    op = DML_OPERATOR_DESC(Desc=DML_PADDING_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputTensor=tensor_desc((2**31,), T.DML_TENSOR_DATA_TYPE_UINT8),
+        PaddingMode=DML_PADDING_MODE.DML_PADDING_MODE_CONSTANT, PaddingValue=0.0,
+        StartPadding=(2**31 - 1,), EndPadding=(0,)))
+    with pytest.raises(DMLError) as info:
+        device.CreateOperator(op)
+    assert info.value.hresult == E_OUTOFMEMORY and "DML_OPERATOR_PADDING" in str(info.value)
+    assert device.GetDeviceRemovedReason() == 0
+
+
+def test_scratch_memory_that_cannot_be_allocated_at_dispatch_is_e_outofmemory(monkeypatch):
+    """A gather's dispatch-time table that does not fit (a huge index tensor): DMLError
+    E_OUTOFMEMORY from ExecuteCommandLists (a void method: the device is removed), and the
+    output untouched (the table is made before any write)."""
+    from emulator import E_OUTOFMEMORY, DMLError
+    from emulator.movement import plan as movement_plan
+
+    def no_memory(*args):
+        raise MemoryError
+
+    monkeypatch.setattr(movement_plan, "tuple_table", no_memory)
+    dev = DMLCreateDevice1(feature_level="6_4")
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    idx = np.array([[1], [0]], np.uint32)
+    out = np.full((2, 2), 7, np.float32)
+    op = DML_OPERATOR_DESC(Desc=DML_GATHER_ND_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), IndicesTensor=tensor_desc(idx), OutputTensor=tensor_desc(out),
+        InputDimensionCount=2, IndicesDimensionCount=2))
+    with pytest.raises(DMLError) as info:
+        dev.execute(op, [x, idx], [out])
+    assert info.value.hresult == E_OUTOFMEMORY
+    assert (out == 7).all()

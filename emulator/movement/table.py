@@ -617,12 +617,11 @@ class ScatterNDPlan:
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from ..resources import typed_view
 
-        self.copy.run(regions)
         v = self.values
         out, idx, upd = v.OutputTensor, v.IndicesTensor, v.UpdatesTensor
         _, x0, _, _, t = _nd_shape(v)
         axes = [(out.sizes[x0 + j], out.strides[x0 + j]) for j in range(t)]
-        table = tuple_table(idx, regions["IndicesTensor"], axes)
+        table = tuple_table(idx, regions["IndicesTensor"], axes)  # (allocated before any write)
         trailing = out.sizes[x0 + t:]
         block = np.zeros(1, np.int64)
         for size, stride in zip(trailing, out.strides[x0 + t:]):
@@ -632,8 +631,11 @@ class ScatterNDPlan:
         keep = np.flatnonzero(table >= 0)
         _, last = np.unique(table[keep][::-1], return_index=True)
         chosen = keep[keep.size - 1 - last]
+        targets = (table[chosen][:, None] + block[None, :]).ravel()
+        values = updates[chosen].ravel()
+        self.copy.run(regions)
         flat = typed_view(regions["OutputTensor"], out.dtype)
-        flat[(table[chosen][:, None] + block[None, :]).ravel()] = updates[chosen].ravel()
+        flat[targets] = values
 
 
 def scatter_nd_plan(v: SimpleNamespace) -> ScatterNDPlan:
