@@ -107,61 +107,6 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
 
 
 @kernel
-def gather_copy(src, src_base, dst, dst_base, fill, sizes, src_strides, dst_strides, tab_strides,
-                table, stream):  # pragma: no cover
-    """``dst[c] = src[src_base + c·src_strides + table[c·tab_strides]]``, or the fill value
-    where that table entry is FILL (an index outside the input): the gathers' one kernel, the
-    table made at dispatch from the index tensor."""
-    rank = sizes.shape[0]
-    inner = sizes[rank - 1]
-    rows = np.int64(1)
-    for k in range(rank - 1):
-        rows *= sizes[k]
-    chunks = (inner + CHUNK - 1) // CHUNK
-    fv = fill[0]
-    sl = np.uint64(src_strides[rank - 1])
-    dl = np.uint64(dst_strides[rank - 1])
-    tl = np.uint64(tab_strides[rank - 1])
-    for task in prange(rows * chunks):
-        row = np.int64(task) // chunks
-        j0 = (np.int64(task) - row * chunks) * CHUNK
-        s = src_base + j0 * src_strides[rank - 1]
-        d = dst_base + j0 * dst_strides[rank - 1]
-        t = j0 * tab_strides[rank - 1]
-        rem = row
-        for k in range(rank - 2, -1, -1):
-            c = rem % sizes[k]
-            rem //= sizes[k]
-            s += c * src_strides[k]
-            d += c * dst_strides[k]
-            t += c * tab_strides[k]
-        su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
-        n = np.uint64(min(inner, j0 + CHUNK) - j0)
-        if tl == 0:  # one table entry for the whole row (GATHER's rows): a plain copy
-            off = table[tu]
-            if off < 0:
-                for j in range(n):
-                    dst[du + j * dl] = fv
-            elif sl == 1 and dl == 1 and stream and n >= STREAM_RUN:
-                stream_copy(dst, du, src, su + np.uint64(off), n)
-            elif sl == 1 and dl == 1:
-                so = su + np.uint64(off)
-                for j in range(n):
-                    dst[du + j] = src[so + j]
-            else:
-                so = su + np.uint64(off)
-                for j in range(n):
-                    dst[du + j * dl] = src[so + j * sl]
-        else:
-            for j in range(n):
-                off = table[tu + j * tl]
-                if off < 0:
-                    dst[du + j * dl] = fv
-                else:
-                    dst[du + j * dl] = src[su + j * sl + np.uint64(off)]
-
-
-@kernel
 def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, index_strides, n, upd_step,
                   index_step, indices, size, stride):  # pragma: no cover
     """For every line (a coordinate of ``sizes``: all dimensions but the scatter axis), its
@@ -220,8 +165,9 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
                  size, stride, stream):  # pragma: no cover
     """``dst[c] = src[c·src_strides + position(c)·stride]``, the position read from the index
     tensor at ``c·index_strides`` (a negative value of a signed type counts from the end; one
-    outside [0, size) writes the fill value): GATHER and GATHER_ELEMENTS, the indices read once
-    in the loop instead of through a table."""
+    outside [0, size) writes the fill value): every gather. GATHER and GATHER_ELEMENTS pass
+    the index tensor itself; the ND gathers a table of tuple offsets (positions along a unit
+    ``stride``), REVERSE_SUBSEQUENCES a table of positions."""
     rank = sizes.shape[0]
     inner = sizes[rank - 1]
     rows = np.int64(1)

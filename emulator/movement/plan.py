@@ -32,6 +32,7 @@ SHORT_INNER = 16  # a last dimension shorter than this merges with its outer nei
 MERGED_TABLE = 4096  # ... into a table of at most this many entries
 ROWS_PER_THREAD = 8  # with this many rows per thread, a task is a whole row
 STREAM_BYTES = 16 << 20  # a copy writing this much uses non-temporal stores (kernels/stream.py)
+OUTSIDE = np.iinfo(np.int64).max  # a tuple offset past every input (the gather writes 0)
 
 
 def affine(size: int, step: int, base: int = 0) -> np.ndarray:
@@ -215,7 +216,7 @@ class GatherPlan:
     """``dst[c] = src[c·src_strides + offset(c)]`` (0 where the index is outside): GATHER and
     GATHER_ELEMENTS read the index at ``c·tab_strides`` in the index tensor and scale it by the
     axis' stride in the kernel (``gather_index``); the ND gathers sum each tuple's component
-    offsets into a table at dispatch (``tuple_table``, ``gather_copy``)."""
+    offsets into a table at dispatch (``tuple_table``), which the same kernel reads."""
 
     src: str
     dst: str
@@ -240,19 +241,19 @@ class GatherPlan:
                    *(np.asarray(x, np.int64) for x in c))
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.movement import gather_copy, gather_index
+        from ..kernels.movement import gather_index
         from ..resources import typed_view
 
         region = regions[self.index_name]
-        dst = element_view(regions[self.dst], self.element_size)
-        src = element_view(regions[self.src], self.element_size)
-        stream = int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES
-        if not self.tuples:  # one index per element: read in the kernel, no table
+        if self.tuples:  # one element offset per tuple: positions along a unit stride
+            indices = tuple_table(self.index, region, self.axes)
+            indices[indices < 0] = OUTSIDE
+            size, stride = OUTSIDE, 1
+        else:  # one index per element: the index tensor itself, read in the kernel
+            indices = typed_view(region, self.index.dtype)
             size, stride = self.axes[0]
-            gather_index(src, dst, np.zeros(1, dst.dtype), self.sizes, self.src_strides,
-                         self.dst_strides, self.tab_strides, typed_view(region, self.index.dtype),
-                         size, stride, stream)
-            return
-        table = tuple_table(self.index, region, self.axes)
-        gather_copy(src, 0, dst, 0, np.zeros(1, dst.dtype), self.sizes, self.src_strides,
-                    self.dst_strides, self.tab_strides, table, stream)
+        dst = element_view(regions[self.dst], self.element_size)
+        gather_index(element_view(regions[self.src], self.element_size), dst,
+                     np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
+                     self.tab_strides, indices, size, stride,
+                     int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES)

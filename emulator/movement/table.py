@@ -42,7 +42,7 @@ from ..kernels.pieces import FILL
 from ..ops.common import ELEVEN_TYPES
 from ..plan import element_view
 from ..resources import typed_view
-from ..validation import Tensor
+from ..validation import Tensor, packed_strides
 from . import references as ref
 from .plan import GatherPlan, IndexMap, MovePlan, affine, tuple_table
 
@@ -55,18 +55,25 @@ def identity_tables(t: Tensor, sizes: Sequence[int] | None = None) -> list[np.nd
     return [affine(n, s) for n, s in zip(t.sizes if sizes is None else sizes, t.strides)]
 
 
-def fill_bits(value: Any, data_type: T) -> int:
-    """The bits of ``value`` as an element of ``data_type``: floats rounded to nearest, a float
-    value for an integer type converted as CAST converts (truncated, saturated, NaN 0)."""
+def fill_element(value: Any, data_type: T) -> np.generic:
+    """``value`` as an element of ``data_type``: floats rounded to nearest, a float value for an
+    integer type converted as CAST converts (truncated, saturated, NaN 0), an integer wrapped."""
     dtype = np.dtype(NUMPY_DTYPE[data_type])
     if dtype.kind == "f" or isinstance(value, int):
         with np.errstate(over="ignore"):  # beyond FLOAT16's range: ±inf, as rounding gives
             element = np.array([value]).astype(dtype) if dtype.kind == "f" else \
-                np.array([int(value) % (1 << 64)], np.uint64).astype(f"u{dtype.itemsize}")
+                np.array([int(value) % (1 << 64)], np.uint64).astype(
+                    f"u{dtype.itemsize}").view(dtype)
     else:
         with np.errstate(invalid="ignore"):
             element = elementwise_ref.cast(np.array([value], np.float64), dtype)
-    return int(element.view(f"u{dtype.itemsize}")[0])
+    return element[0]
+
+
+def fill_bits(value: Any, data_type: T) -> int:
+    """The bits of ``fill_element(value, data_type)`` (an index map's fill value)."""
+    element = np.array([fill_element(value, data_type)])
+    return int(element.view(f"u{element.itemsize}")[0])
 
 
 # --- JOIN / SPLIT ---------------------------------------------------------------------------
@@ -134,10 +141,7 @@ def padding_plan(v: SimpleNamespace) -> MovePlan:
 
 def padding_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
                       ) -> dict[str, np.ndarray]:
-    out = v.OutputTensor
-    dtype = np.dtype(NUMPY_DTYPE[out.data_type])
-    value = np.array([fill_bits(v.PaddingValue, out.data_type)], np.uint64).astype(
-        f"u{dtype.itemsize}").view(dtype)[0]
+    value = fill_element(v.PaddingValue, v.OutputTensor.data_type)
     return {"OutputTensor": ref.padding(inputs["InputTensor"], ref.PAD_MODES[v.PaddingMode.name],
                                         value, v.StartPadding, v.EndPadding)}
 
@@ -313,10 +317,6 @@ def fill_sequence_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
 
 # --- GATHER, GATHER_ELEMENTS, SCATTER_ELEMENTS --------------------------------------------------
 
-def _packed(sizes: Sequence[int]) -> list[int]:
-    return [int(np.prod(sizes[d + 1:], dtype=np.int64)) for d in range(len(sizes))]
-
-
 def gather_plan(v: SimpleNamespace) -> GatherPlan:
     """Output coordinates are {Input[..Axis], Indices[last IndexDimensions], Input[Axis+1..]},
     right-aligned to the output's rank: the first and last groups step through the input, the
@@ -385,6 +385,25 @@ def gather_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarra
     return {"OutputTensor": np.where(positions < 0, np.zeros((), x.dtype), y)}
 
 
+def scatter_along(regions: Mapping[str, np.ndarray], axis: int, idx: Tensor, out: Tensor,
+                  updates: np.ndarray, update_strides: Sequence[int]) -> None:
+    """``kernels/movement.scatter_lines`` over the index tensor's lines along ``axis``: each
+    writes its updates (element strides ``update_strides``) at its indices' positions of the
+    output's line (SCATTER_ELEMENTS; ONE_HOT with one OnValue, strides 0)."""
+    from ..kernels.movement import scatter_lines
+
+    others = [d for d in range(idx.dim_count) if d != axis]
+
+    def pick(values: Sequence[int]) -> np.ndarray:
+        return np.array([values[d] for d in others], np.int64)
+
+    scatter_lines(element_view(regions["OutputTensor"], out.element_size), updates,
+                  pick(idx.sizes), pick(out.strides), pick(update_strides), pick(idx.strides),
+                  idx.sizes[axis], update_strides[axis], idx.strides[axis],
+                  typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
+                  out.strides[axis])
+
+
 @dataclass(frozen=True, eq=False)
 class ScatterPlan:
     """SCATTER_ELEMENTS: the input copied to the output (an index map), then each line along
@@ -396,22 +415,11 @@ class ScatterPlan:
     values: SimpleNamespace
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.movement import scatter_lines
-
         self.copy.run(regions)
         v = self.values
-        idx, upd, out, axis = v.IndicesTensor, v.UpdatesTensor, v.OutputTensor, v.Axis
-        others = [d for d in range(idx.dim_count) if d != axis]
-        size = out.element_size
-        scatter_lines(element_view(regions["OutputTensor"], size),
-                      element_view(regions["UpdatesTensor"], size),
-                      np.array([idx.sizes[d] for d in others], np.int64),
-                      np.array([out.strides[d] for d in others], np.int64),
-                      np.array([upd.strides[d] for d in others], np.int64),
-                      np.array([idx.strides[d] for d in others], np.int64),
-                      idx.sizes[axis], upd.strides[axis], idx.strides[axis],
-                      typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
-                      out.strides[axis])
+        upd = v.UpdatesTensor
+        scatter_along(regions, v.Axis, v.IndicesTensor, v.OutputTensor,
+                      element_view(regions["UpdatesTensor"], upd.element_size), upd.strides)
 
 
 def scatter_elements_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
@@ -460,22 +468,12 @@ class OneHotPlan:
     values: SimpleNamespace
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.movement import scatter_lines
-
         v = self.values
-        idx, out, axis = v.IndicesTensor, v.OutputTensor, v.Axis
-        size = out.element_size
-        off, on = (np.array([x]).view(f"u{size}") for x in
+        out = v.OutputTensor
+        off, on = (np.array([x]).view(f"u{out.element_size}") for x in
                    on_off(v.ValuesTensor.view(regions["ValuesTensor"])))
         self.fill.run(regions, off)
-        others = [d for d in range(out.dim_count) if d != axis]
-        scatter_lines(element_view(regions["OutputTensor"], size), on,
-                      np.array([out.sizes[d] for d in others], np.int64),
-                      np.array([out.strides[d] for d in others], np.int64),
-                      np.zeros(len(others), np.int64),
-                      np.array([idx.strides[d] for d in others], np.int64), 1, 0, 0,
-                      typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
-                      out.strides[axis])
+        scatter_along(regions, v.Axis, v.IndicesTensor, out, on, (0,) * out.dim_count)
 
 
 def one_hot_plan(v: SimpleNamespace) -> OneHotPlan:
@@ -504,13 +502,13 @@ def reverse_subsequences_plan(v: SimpleNamespace) -> ReversePlan:
 
 @dataclass(frozen=True, eq=False)
 class ReversePlan:
-    """REVERSE_SUBSEQUENCES as a gather: the table, made at dispatch from the sequence lengths,
-    maps element j of a sequence of length L to L - 1 - j (j < L) or j."""
+    """REVERSE_SUBSEQUENCES as a gather: the positions, made at dispatch from the sequence
+    lengths, map element j of a sequence of length L to L - 1 - j (j < L) or j."""
 
     values: SimpleNamespace
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.movement import gather_copy
+        from ..kernels.movement import gather_index
 
         v = self.values
         x, out, axis = v.InputTensor, v.OutputTensor, v.Axis
@@ -520,15 +518,16 @@ class ReversePlan:
         shape = [1] * x.dim_count
         shape[axis] = n
         j = np.arange(n, dtype=np.int64).reshape(shape)
-        table = np.ascontiguousarray(np.where(j < lengths, lengths - 1 - j, j) * x.strides[axis])
+        positions = np.ascontiguousarray(np.where(j < lengths, lengths - 1 - j, j))
         src = list(x.strides)
         src[axis] = 0
         size = x.element_size
         dst = element_view(regions["OutputTensor"], size)
-        gather_copy(element_view(regions["InputTensor"], size), 0, dst, 0, np.zeros(1, dst.dtype),
-                    np.asarray(out.sizes, np.int64), np.asarray(src, np.int64),
-                    np.asarray(out.strides, np.int64),
-                    np.asarray(_packed(table.shape), np.int64), table.ravel(), False)
+        gather_index(element_view(regions["InputTensor"], size), dst, np.zeros(1, dst.dtype),
+                     np.asarray(out.sizes, np.int64), np.asarray(src, np.int64),
+                     np.asarray(out.strides, np.int64),
+                     np.asarray(packed_strides(positions.shape), np.int64), positions.ravel(),
+                     n, x.strides[axis], False)
 
 
 def reverse_subsequences_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
@@ -563,7 +562,7 @@ def gather_nd_plan(v: SimpleNamespace) -> GatherPlan:
     tuple addresses the t input dimensions after the batch ones."""
     x, idx, out = v.InputTensor, v.IndicesTensor, v.OutputTensor
     b, x0, i0, n, t = _nd_shape(v)
-    packed = _packed(idx.sizes[:-1] or (1,))
+    packed = packed_strides(idx.sizes[:-1] or (1,))
     roles = [(x.strides[x0 + e] if e < b else 0, packed[i0 + e]) for e in range(n - 1)]
     roles += [(x.strides[k], 0) for k in range(x0 + b + t, x.dim_count)]
     shift = out.dim_count - len(roles)
@@ -690,8 +689,7 @@ def diagonal_matrix_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarra
     an integer type: 10.6 becomes 10, the page says)."""
     out = v.OutputTensor
     dtype = np.dtype(NUMPY_DTYPE[out.data_type])
-    value = np.array([fill_bits(v.Value, out.data_type)], np.uint64).astype(
-        f"u{dtype.itemsize}").view(dtype)[0]
+    value = fill_element(v.Value, out.data_type)
     *_, h, w = out.sizes
     y, x = np.indices((h, w))
     return {"OutputTensor": np.broadcast_to(np.where(y + v.Offset == x, value, dtype.type(0)),
