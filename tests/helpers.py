@@ -59,6 +59,21 @@ def addressed_mask(nbytes: int, element_size: int, sizes, strides=None) -> np.nd
     return mask != 0
 
 
+def layout(rng, sizes, broadcast_ok: bool):
+    """None (packed), padded strides, or (inputs only) zero strides on some dimensions."""
+    r = rng.random()
+    if r < 0.35:
+        return None
+    acc, strides = 1, []
+    for s in reversed(sizes):
+        if broadcast_ok and rng.random() < 0.3:
+            strides.append(0)
+        else:
+            strides.append(acc)
+            acc *= s + int(rng.integers(0, 2))
+    return list(reversed(strides))
+
+
 def strided_buffer(rng: np.random.Generator, data_type: int, sizes, strides=None,
                    fill: int | None = None) -> np.ndarray:
     """A buffer of DMLCalcBufferTensorSize bytes: random bytes, or ``fill`` everywhere."""

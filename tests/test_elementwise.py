@@ -19,7 +19,16 @@ from emulator.elementwise import ROWS, compute, generate
 from emulator.elementwise.plan import FLOAT_TYPES, INT_TYPES
 from emulator.registry import REGISTRY
 
-from .helpers import SENTINEL, addressed_mask, bits, desc, logical, np_dtype, strided_buffer
+from .helpers import (
+    SENTINEL,
+    addressed_mask,
+    bits,
+    desc,
+    layout,
+    logical,
+    np_dtype,
+    strided_buffer,
+)
 
 T = DML_TENSOR_DATA_TYPE
 
@@ -91,21 +100,6 @@ def special_values(rng, dtype: np.dtype, n: int) -> np.ndarray:
     picks = rng.random(n) < 0.4
     x[picks] = rng.choice(specials, picks.sum())
     return x
-
-
-def layout(rng, sizes, broadcast_ok: bool):
-    """None (packed), padded strides, or (inputs only) zero strides on some dimensions."""
-    r = rng.random()
-    if r < 0.35:
-        return None
-    acc, strides = 1, []
-    for s in reversed(sizes):
-        if broadcast_ok and rng.random() < 0.3:
-            strides.append(0)
-        else:
-            strides.append(acc)
-            acc *= s + int(rng.integers(0, 2))
-    return list(reversed(strides))
 
 
 def desc_of(row, tensors, params) -> DML_OPERATOR_DESC:

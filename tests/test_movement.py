@@ -18,24 +18,19 @@ from emulator.movement.plan import IndexMap
 from emulator.movement.table import fold
 from emulator.registry import REGISTRY
 
-from .helpers import SENTINEL, addressed_mask, bits, desc, logical, np_dtype, strided_buffer
+from .helpers import (
+    SENTINEL,
+    addressed_mask,
+    bits,
+    desc,
+    layout,
+    logical,
+    np_dtype,
+    strided_buffer,
+)
 
 T = DML_TENSOR_DATA_TYPE
 OP = DML_OPERATOR_TYPE
-
-
-def layout(rng, sizes, input_tensor: bool):
-    """None (packed), padded strides, or (inputs only) zero strides on some dimensions."""
-    if rng.random() < 0.35:
-        return None
-    acc, strides = 1, []
-    for s in reversed(sizes):
-        if input_tensor and rng.random() < 0.2:
-            strides.append(0)
-        else:
-            strides.append(acc)
-            acc *= s + int(rng.integers(0, 2))
-    return list(reversed(strides))
 
 
 def ranks(op) -> list[int]:
