@@ -19,7 +19,7 @@ from descriptors import *
 from emulator import Buffer, DMLCreateDevice1, DMLError, nibbles
 from emulator.activations import ACTIVATIONS
 from emulator.elementwise import ROWS
-from emulator.movement import ROWS as MOVEMENT_ROWS
+from emulator.movement.table import ROWS as MOVEMENT_ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch

@@ -13,9 +13,8 @@ import pytest
 from descriptors import *
 from emulator import DMLCreateDevice1
 from emulator.kernels.pieces import AFFINE, FILL, FILL_PIECE, GATHER
-from emulator.movement import ROWS
 from emulator.movement.plan import IndexMap
-from emulator.movement.table import fold
+from emulator.movement.table import ROWS, fold
 from emulator.registry import REGISTRY
 
 from .helpers import (

@@ -737,4 +737,4 @@ ROWS = (
     Row(OP.DML_OPERATOR_SCATTER_ND, scatter_nd_plan, scatter_nd_reference),
     Row(OP.DML_OPERATOR_DIAGONAL_MATRIX, diagonal_matrix_plan, diagonal_matrix_reference),
 )
-BY_OPERATOR = {row.operator: row for row in ROWS}
+BY_OPERATOR = {row.operator: row for row in ROWS}  # this table's rows
