@@ -83,6 +83,9 @@ MOVEMENT_MODELS = {
     "dml_join": "Resource 'Out': 1, 2, 3, 100, 115, 5, 6, 7, 8, 9\n",
     "dml_split": "Resource 'Out1': 1, 2\nResource 'Out2': 3, 4\nResource 'Out3': 5, 6\n",
     "dml_fill_value_sequence": "Resource 'Out': 3.2, 4.7, 6.2, 7.7, 9.2\n",
+    # [[1, 2], [3, 4]] x2 bilinear, sampled at pixel centres, edges clamped.
+    "dml_upsample_2d": "Resource 'output': 1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, "
+                       "3.25, 3.5, 3, 3.25, 3.75, 4\n",
 }
 
 
@@ -654,10 +657,16 @@ def test_memory_and_interrupts_are_one_line(capsys, monkeypatch, exception, code
     assert run(capsys, UPSTREAM / "dml_slice.json") == (code, "", message)
 
 
-def test_check_names_why_a_valid_desc_does_not_execute(capsys):
-    """UPSAMPLE_2D executes, but not with LINEAR interpolation: check says so for this desc."""
+def test_check_names_why_a_valid_desc_does_not_execute(capsys, monkeypatch):
+    """A row that cannot run some valid desc says why (its ``unsupported``); check prints it."""
+    from descriptors import DML_OPERATOR_TYPE
+    from emulator.registry import REGISTRY
+
+    module = REGISTRY[DML_OPERATOR_TYPE.DML_OPERATOR_UPSAMPLE_2D].module
+    monkeypatch.setattr(module, "unsupported", lambda v: f"{v.InterpolationMode.name} (a test)",
+                        raising=False)
     code, out, _ = run(capsys, "check", UPSTREAM / "dml_upsample_2d.json")
     assert code == 0
     assert out.startswith("upsample: UPSAMPLE_2D is valid from DML_FEATURE_LEVEL_1_0 (validation "
-                          "only: not yet executable here: InterpolationMode = "
-                          "DML_INTERPOLATION_MODE_LINEAR is not executable yet"), out
+                          "only: not yet executable here: DML_INTERPOLATION_MODE_LINEAR (a test)"), \
+        out

@@ -72,10 +72,6 @@ def slice_grad(dy: np.ndarray, out_sizes: Sequence[int], offsets: Sequence[int],
     return out
 
 
-def upsample_nearest(x: np.ndarray, scale_h: int, scale_w: int) -> np.ndarray:
-    return x.repeat(scale_h, axis=-2).repeat(scale_w, axis=-1)
-
-
 def fill_sequence(sizes: Sequence[int], start: float | int, delta: float | int,
                   dtype: np.dtype) -> np.ndarray:
     """The page's loop (Value written, then Value += ValueDelta) in closed form: element i in

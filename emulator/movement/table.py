@@ -8,7 +8,7 @@ table of source element offsets (``FILL`` outside the source):
 - PADDING / PADDING1: one map, each dimension's table folding the output coordinate into the
   input by the padding mode (constant: FILL, edge: clamped, reflection: period 2(n-1), symmetric:
   period 2n, wrap: modulo n);
-- TILE: coordinate modulo the input size; UPSAMPLE_2D (nearest): coordinate // scale;
+- TILE: coordinate modulo the input size;
 - DEPTH_TO_SPACE(1) / SPACE_TO_DEPTH(1): the space dimensions split into (position, block)
   views of the output, so each is one affine map;
 - SLICE_GRAD: the window positions copy the gradient, every other element is FILL (zero);
@@ -158,28 +158,6 @@ def tile_plan(v: SimpleNamespace) -> MovePlan:
 
 def tile_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"OutputTensor": ref.tile(inputs["InputTensor"], v.Repeats)}
-
-
-def upsample_plan(v: SimpleNamespace) -> MovePlan:
-    x, out = v.InputTensor, v.OutputTensor
-    scale = [1] * (x.dim_count - 2) + [v.ScaleSize.Height, v.ScaleSize.Width]
-    tables = [np.arange(m, dtype=np.int64) // k * s for m, k, s in zip(out.sizes, scale,
-                                                                        x.strides)]
-    return MovePlan((IndexMap.build("InputTensor", "OutputTensor", x.element_size, out.sizes,
-                                    out.strides, tables),))
-
-
-def upsample_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
-                       ) -> dict[str, np.ndarray]:
-    return {"OutputTensor": ref.upsample_nearest(inputs["InputTensor"], v.ScaleSize.Height,
-                                                 v.ScaleSize.Width)}
-
-
-def upsample_unsupported(v: SimpleNamespace) -> str | None:
-    if v.InterpolationMode.name != "DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR":
-        return (f"InterpolationMode = {v.InterpolationMode.name} is not executable yet (it comes "
-                "with the RESAMPLE family's interpolation kernel)")
-    return None
 
 
 # --- DEPTH_TO_SPACE / SPACE_TO_DEPTH --------------------------------------------------------
@@ -717,8 +695,6 @@ ROWS = (
     Row(OP.DML_OPERATOR_PADDING, padding_plan, padding_reference),
     Row(OP.DML_OPERATOR_PADDING1, padding_plan, padding_reference),
     Row(OP.DML_OPERATOR_TILE, tile_plan, tile_reference),
-    Row(OP.DML_OPERATOR_UPSAMPLE_2D, upsample_plan, upsample_reference, FLOATS,
-        upsample_unsupported),
     Row(OP.DML_OPERATOR_DEPTH_TO_SPACE, depth_to_space_plan, depth_to_space_reference),
     Row(OP.DML_OPERATOR_DEPTH_TO_SPACE1, depth_to_space_plan, depth_to_space_reference),
     Row(OP.DML_OPERATOR_SPACE_TO_DEPTH, space_to_depth_plan, space_to_depth_reference),
