@@ -5,7 +5,8 @@ Workloads (issue 16): JOIN of four [32, 64, 56, 56] float32 on axis 1; SPLIT of 
 into 4 on axis 1; PADDING constant and reflection of [32, 64, 56, 56] by 3 on the spatial
 dimensions; DEPTH_TO_SPACE [8, 256, 64, 64] block 2; GATHER of 8192 rows of a [32000, 4096]
 float16 table; GATHER_ELEMENTS and SCATTER_ELEMENTS [4096, 4096] float32 on axis 1 (the
-scatter's indices a permutation of each row). Peers write into preallocated outputs where
+scatter's indices a permutation of each row); RESAMPLE3 linear x2 of [8, 64, 128, 128] float32
+(pixel centres: PyTorch's ``interpolate(align_corners=False)``, ONNX ``half_pixel``). Peers write into preallocated outputs where
 their API allows (NumPy ``concatenate(out=)``, ``copyto``; PyTorch ``cat(out=)``, ``copy_``);
 ``np.pad``, ``torch.nn.functional.pad`` and ONNX Runtime allocate their outputs.
 
@@ -45,6 +46,21 @@ class Workload:
     expected: Callable[[list[np.ndarray]], list[np.ndarray]]
     onnx_consts: Callable[[list[np.ndarray]], list[np.ndarray]] = lambda xs: []
     out_dtype: type = np.float32
+    tolerance: float = 0.0  # 0: bit-exact against ``expected``; else rtol and atol
+
+
+def _bilinear_x2(x: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """x2 on the last two dimensions at pixel centres, edges clamped: output 2k samples
+    k - 0.25 (0.25 of x[k - 1], 0.75 of x[k]), 2k + 1 samples k + 0.25."""
+    def along(a, axis):
+        a = np.moveaxis(a, axis, -1).astype(dtype)
+        lo = np.concatenate([a[..., :1], a[..., :-1]], axis=-1)
+        hi = np.concatenate([a[..., 1:], a[..., -1:]], axis=-1)
+        out = np.empty((*a.shape[:-1], 2 * a.shape[-1]), dtype)
+        out[..., 0::2] = dtype(0.25) * lo + dtype(0.75) * a
+        out[..., 1::2] = dtype(0.75) * a + dtype(0.25) * hi
+        return np.moveaxis(out, -1, axis)
+    return along(along(x, -1), -2)
 
 
 def _pad_widths():
@@ -163,6 +179,23 @@ WORKLOADS: dict[str, Workload] = {
         lambda t, xs, outs: (outs[0].copy_(xs[0]), outs[0].scatter_(1, xs[1], xs[2])),
         ("ScatterElements", {"axis": 1}, []),
         lambda xs: [_scattered(xs)]),
+    "resample3 linear x2 [8,64,128,128]": Workload(
+        lambda rng, s: [rng.standard_normal(_shape((8, 64, 128, 128), s)).astype(np.float32)],
+        lambda xs: [(xs[0].shape[0], 64, 256, 256)],
+        lambda xs, outs: DML_RESAMPLE3_OPERATOR_DESC(
+            InputTensor=tensor_desc(xs[0]), OutputTensor=tensor_desc(outs[0]),
+            InterpolationMode=DML_INTERPOLATION_MODE_LINEAR,
+            RoundingDirection=DML_AXIS_DIRECTION_DECREASING, DimensionCount=4,
+            Scales=(1.0, 1.0, 2.0, 2.0), InputPixelOffsets=(0.5,) * 4,
+            OutputPixelOffsets=(-0.5,) * 4, Antialiased=False),
+        lambda xs, outs: np.copyto(outs[0], _bilinear_x2(xs[0], np.float32)),
+        lambda t, xs, outs: outs[0].copy_(t.nn.functional.interpolate(
+            xs[0], scale_factor=2, mode="bilinear", align_corners=False)),
+        ("Resize", {"mode": "linear", "coordinate_transformation_mode": "half_pixel"},
+         ["roi", "scales"]),
+        lambda xs: [_bilinear_x2(xs[0]).astype(np.float32)],
+        lambda xs: [np.zeros(0, np.float32), np.array([1, 1, 2, 2], np.float32)],
+        tolerance=1e-6),
 }
 NAMES = list(WORKLOADS)
 
@@ -189,8 +222,15 @@ def test_emulator(benchmark, data, name):
     benchmark.group = f"movement {name}"
     benchmark.extra_info["bytes_moved"] = sum(x.nbytes for x in xs) + sum(o.nbytes for o in outs)
     benchmark(run)
-    for got, want in zip(outs, w.expected(xs)):
-        assert np.array_equal(got, want)
+    _check(w, outs, w.expected(xs))
+
+
+def _check(w: Workload, outs, wants) -> None:
+    for got, want in zip(outs, wants):
+        if w.tolerance:
+            np.testing.assert_allclose(got, want, rtol=w.tolerance, atol=w.tolerance)
+        else:
+            assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -208,8 +248,7 @@ def test_torch(benchmark, torch, data, name):
     outs = [torch.from_numpy(o) for o in _outs(w, xs)]
     benchmark.group = f"movement {name}"
     benchmark(w.torch_fn, torch, ts, outs)
-    for got, want in zip(outs, w.expected(xs)):
-        assert np.array_equal(got.numpy(), want)
+    _check(w, [o.numpy() for o in outs], w.expected(xs))
 
 
 @pytest.mark.parametrize("name", NAMES)

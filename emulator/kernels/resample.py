@@ -30,7 +30,14 @@ from numba import types
 from numba.extending import overload
 
 from .floats import load32, store, store_saturated
-from .jit import kernel, prange
+from .jit import inline, kernel, prange
+
+
+@inline
+def term(w, v):  # pragma: no cover
+    """One tap's contribution: none at all where the weight is 0 (a padded tap: its element,
+    NaN or infinite, must not turn the sum into NaN)."""
+    return w * v if w != 0 else np.float32(0)
 
 
 def store_result(y, i, v):  # pragma: no cover - replaced by the overload
@@ -47,15 +54,16 @@ def _store_result(y, i, v):  # pragma: no cover - typing
 
 
 @kernel
-def resample_rows(src, dst, sizes, dst_strides, ptr, off, wt, last_ptr, last_col, last_wt,
-                  last_stride, line_lo, line_n, blend, tasks):  # pragma: no cover
+def resample_rows(src, dst, sizes, dst_strides, ptr, off, wt, last_col, last_wt, last_stride,
+                  line_lo, line_n, blend, tasks):  # pragma: no cover
     """``sizes``/``dst_strides``: the output's (rank ≥ 2); ``ptr``/``off``/``wt``: the outer
     dimensions' taps (row ``d`` of ``ptr``, ``sizes[d] + 1`` long, indexes ``off``/``wt``: source
-    element offsets and weights); ``last_*``: the last dimension's taps (``last_col`` input
-    coordinates, read at ``col · last_stride``); ``line_lo``/``line_n``: the input coordinates
+    element offsets and weights); ``last_col``/``last_wt``: the last dimension's taps, k per
+    output coordinate (input coordinates, read at ``col · last_stride``; padded with weight 0); ``line_lo``/``line_n``: the input coordinates
     the last dimension's taps span (the blended line)."""
     outer = sizes.shape[0] - 1
     n3 = sizes[outer]
+    k = last_col.shape[1]
     rows = np.int64(1)
     most = np.int64(1)
     for d in range(outer):
@@ -103,26 +111,41 @@ def resample_rows(src, dst, sizes, dst_strides, ptr, off, wt, last_ptr, last_col
             if blend:
                 if pairs == 0:  # a gradient coordinate that no output read
                     line[:] = 0
-                else:
+                elif pairs == 1:
                     base = pair_off[0] + line_lo * last_stride
                     w = pair_wt[0]
                     for j in range(line_n):
                         line[j] = w * load32(src, base + j * last_stride)
-                for p in range(1, pairs):
+                else:
+                    base = pair_off[0] + line_lo * last_stride
+                    more = pair_off[1] + line_lo * last_stride
+                    w, w1 = pair_wt[0], pair_wt[1]
+                    for j in range(line_n):
+                        line[j] = w * load32(src, base + j * last_stride) + \
+                            w1 * load32(src, more + j * last_stride)
+                for p in range(2, pairs):
                     base = pair_off[p] + line_lo * last_stride
                     w = pair_wt[p]
                     for j in range(line_n):
                         line[j] += w * load32(src, base + j * last_stride)
-            for o3 in range(n3):
-                acc = np.float32(0)
-                if blend:
-                    for t in range(last_ptr[o3], last_ptr[o3 + 1]):
-                        acc += last_wt[t] * line[last_col[t] - line_lo]
+                if k == 2:
+                    for o3 in range(n3):
+                        acc = term(last_wt[o3, 0], line[last_col[o3, 0] - line_lo]) + \
+                            term(last_wt[o3, 1], line[last_col[o3, 1] - line_lo])
+                        store_result(dst, d_at + o3 * dst_strides[outer], acc)
                 else:
+                    for o3 in range(n3):
+                        acc = np.float32(0)
+                        for t in range(k):
+                            acc += term(last_wt[o3, t], line[last_col[o3, t] - line_lo])
+                        store_result(dst, d_at + o3 * dst_strides[outer], acc)
+            else:
+                for o3 in range(n3):
+                    acc = np.float32(0)
                     for p in range(pairs):
                         part = np.float32(0)
-                        for t in range(last_ptr[o3], last_ptr[o3 + 1]):
-                            part += last_wt[t] * load32(src, pair_off[p]
-                                                        + last_col[t] * last_stride)
+                        for t in range(k):
+                            part += term(last_wt[o3, t],
+                                         load32(src, pair_off[p] + last_col[o3, t] * last_stride))
                         acc += pair_wt[p] * part
-                store_result(dst, d_at + o3 * dst_strides[outer], acc)
+                    store_result(dst, d_at + o3 * dst_strides[outer], acc)

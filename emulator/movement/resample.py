@@ -135,6 +135,21 @@ class Taps:
         ptr = np.searchsorted(rows, np.arange(n_out + 1, dtype=np.int64)).astype(np.int64)
         return cls(ptr, unique - rows * n_in, sums, n_in)
 
+    def dense(self, pad: int) -> tuple[np.ndarray, np.ndarray]:
+        """(n_out, k) input coordinates and float32 weights, k the most taps of a coordinate;
+        the rest padded with weight 0 at the coordinate's first tap (``pad`` if it has none)."""
+        counts = np.diff(self.ptr)
+        k = max(int(counts.max(initial=0)), 1)
+        slot = np.arange(k)[None, :]
+        within = slot < counts[:, None]
+        at = np.minimum(self.ptr[:-1, None] + slot, self.ptr[1:, None] - 1)
+        first = self.col[np.minimum(self.ptr[:-1], max(self.col.size - 1, 0))] \
+            if self.col.size else np.full(counts.size, pad)
+        cols = np.where(within, self.col[np.maximum(at, 0)] if self.col.size else pad,
+                        np.where(counts > 0, first, pad)[:, None])
+        weights = np.where(within, self.weight[np.maximum(at, 0)] if self.col.size else 0, 0)
+        return cols.astype(np.int64), weights.astype(np.float32)
+
     def transposed(self) -> Taps:
         """The gradient's taps: each input coordinate reads the output coordinates that read
         it, with the same weights."""
@@ -191,7 +206,8 @@ class InterpolationPlan:
     ptr: np.ndarray
     off: np.ndarray
     wt: np.ndarray
-    last: Taps
+    last_col: np.ndarray
+    last_wt: np.ndarray
     last_stride: int
     line_lo: int
     line_n: int
@@ -220,9 +236,9 @@ class InterpolationPlan:
         line_n = int(last.col.max()) + 1 - lo if last.col.size else 0
         pairs = int(np.prod([max(np.diff(t.ptr).max(initial=0), 1) for t in outer]))
         blend = pairs > 1 and line_n * pairs + last.col.size < pairs * last.col.size
+        last_col, last_wt = last.dense(lo)
         return cls(src, dst, src_name, dst_name, np.asarray(sizes, np.int64),
-                   np.asarray(dst_strides, np.int64), ptr, off, wt,
-                   Taps(last.ptr, last.col, last.weight.astype(np.float32), last.n_in),
+                   np.asarray(dst_strides, np.int64), ptr, off, wt, last_col, last_wt,
                    src_strides[-1], lo, line_n, blend)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
@@ -233,8 +249,8 @@ class InterpolationPlan:
         rows = int(np.prod(self.sizes[:-1]))
         resample_rows(storage(regions[self.src_name], self.src),
                       storage(regions[self.dst_name], self.dst), self.sizes, self.dst_strides,
-                      self.ptr, self.off, self.wt, self.last.ptr, self.last.col,
-                      self.last.weight, self.last_stride, self.line_lo, self.line_n, self.blend,
+                      self.ptr, self.off, self.wt, self.last_col, self.last_wt,
+                      self.last_stride, self.line_lo, self.line_n, self.blend,
                       max(1, min(rows, 8 * numba.get_num_threads())))
 
 
