@@ -59,8 +59,9 @@ def resample_rows(src, dst, sizes, dst_strides, ptr, off, wt, last_col, last_wt,
     """``sizes``/``dst_strides``: the output's (rank ≥ 2); ``ptr``/``off``/``wt``: the outer
     dimensions' taps (row ``d`` of ``ptr``, ``sizes[d] + 1`` long, indexes ``off``/``wt``: source
     element offsets and weights); ``last_col``/``last_wt``: the last dimension's taps, k per
-    output coordinate (input coordinates, read at ``col · last_stride``; padded with weight 0); ``line_lo``/``line_n``: the input coordinates
-    the last dimension's taps span (the blended line)."""
+    output coordinate (input coordinates, read at ``col · last_stride``; padded with weight 0);
+    ``line_lo``/``line_n``: the input coordinates the last dimension's taps span (the blended
+    line)."""
     outer = sizes.shape[0] - 1
     n3 = sizes[outer]
     k = last_col.shape[1]
