@@ -147,8 +147,11 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
                               "has this tensor (pass an array, or make the tensor null)")
     in_buffers = [None if x is None or t is None else _as_resource(x, t, name, op.name, False)
                   for x, (name, t) in zip(in_values, ins)]
-    out_buffers = [Buffer(t.total_bytes) if x is None else _as_resource(x, t, name, op.name, True)
-                   for x, (name, t) in zip(out_values, outs) if t is not None]
+    # One entry per output bind point: None for an optional output the desc leaves null (bound
+    # as None, as BindOutputs expects a binding for every output, RANDOM_GENERATOR's state).
+    out_buffers = [None if t is None else Buffer(t.total_bytes) if x is None else
+                   _as_resource(x, t, name, op.name, True)
+                   for x, (name, t) in zip(out_values, outs)]
 
     def buffer_binding(buf: Any) -> DML_BUFFER_BINDING:
         return DML_BUFFER_BINDING(Buffer=buf)
@@ -167,7 +170,7 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
         SizeInDescriptors=compiled.GetBindingProperties().RequiredDescriptorCount))
     table.BindInputs([None if b is None or t is None or t.owned_by_dml else buffer_binding(b)
                       for b, (_, t) in zip(in_buffers, ins)])
-    table.BindOutputs([buffer_binding(b) for b in out_buffers])
+    table.BindOutputs([None if b is None else buffer_binding(b) for b in out_buffers])
     commands = CommandList()
     recorder.RecordDispatch(commands, initializer, init_table)
     recorder.RecordDispatch(commands, compiled, table)

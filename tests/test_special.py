@@ -132,9 +132,7 @@ def make_case(rng, op, dt):
 
 def dispatch(device, operator, inputs, outputs) -> None:
     """Bind byte arrays by field name (a name not given: an absent optional tensor, bound as
-    DML_BINDING_TYPE_NONE) and dispatch once. (``device.execute`` drops an absent optional
-    output from its BindOutputs list, so it cannot run RANDOM_GENERATOR without
-    OutputStateTensor.)"""
+    DML_BINDING_TYPE_NONE) and dispatch once."""
     compiled = device.CompileOperator(device.CreateOperator(operator))
     table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
         Dispatchable=compiled,
@@ -520,3 +518,15 @@ def test_random_state_in_and_out_may_not_share_a_buffer(device):
                  {"OutputTensor": np.zeros(4, np.uint32), "OutputStateTensor": state})
     assert info.value.hresult == E_INVALIDARG
     assert state.tolist() == [3, 0, 0, 0, 9, 9]
+
+
+def test_execute_binds_an_absent_optional_output_as_none():
+    """``device.execute`` runs RANDOM_GENERATOR without OutputStateTensor (its BindOutputs list
+    has a None for the absent state, not one entry fewer)."""
+    key = (0xA4093822, 0x299F31D0)
+    state = np.array([7, 0, 0, 0, *key], np.uint32).reshape(1, 1, 1, 6)
+    op = DML_OPERATOR_DESC(Desc=DML_RANDOM_GENERATOR_OPERATOR_DESC(
+        InputStateTensor=tensor_desc(state), OutputTensor=tensor_desc((2, 4), U32),
+        OutputStateTensor=None, Type=PHILOX))
+    [y] = DMLCreateDevice1(feature_level="6_4").execute(op, [state])
+    assert y.ravel().tolist() == philox_blocks(7, key, 2).ravel().tolist()
