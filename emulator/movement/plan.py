@@ -50,6 +50,21 @@ def _step(table: np.ndarray) -> int | None:
     return int(d[0]) if (d == d[0]).all() else None
 
 
+@dataclass(frozen=True)
+class _Dim:
+    """A dimension while ``IndexMap.build`` merges: its table, or (affine) its step and base."""
+
+    n: int
+    stride: int  # the output's
+    table: np.ndarray | None  # None: affine, base + c·step
+    step: int | None
+    base: int
+
+    def values(self) -> np.ndarray:
+        return self.table if self.table is not None else affine(self.n, self.step or 0,
+                                                                 self.base)
+
+
 @dataclass(frozen=True, eq=False)
 class IndexMap:
     """One copy: dst[dst_base + c·dst_strides] = src[Σ tables[d][c_d]] or the fill value."""
@@ -62,7 +77,8 @@ class IndexMap:
     tables: np.ndarray  # the outer dimensions' tables, concatenated
     starts: np.ndarray  # where each outer dimension's table begins in ``tables``
     pieces: np.ndarray  # (start, length, kind, offset, step) along the last dimension
-    inner: np.ndarray  # the last dimension's table (read by GATHER pieces)
+    inner: np.ndarray  # the last dimension's table (read by GATHER pieces; affine: unused)
+    inner_size: int  # the last dimension's length
     inner_stride: int
     src_base: int
     dst_base: int
@@ -72,7 +88,7 @@ class IndexMap:
     def build(cls, src: str | None, dst: str, element_size: int, sizes: Sequence[int],
               dst_strides: Sequence[int], tables: Sequence[np.ndarray], dst_base: int = 0,
               src_base: int = 0, fill: int = 0) -> IndexMap:
-        dims: list[tuple[int, int, np.ndarray]] = []
+        dims: list[_Dim] = []
         for n, stride, table in zip(sizes, dst_strides, tables, strict=True):
             table = np.asarray(table, np.int64)
             assert table.shape == (n,), "one table entry per output coordinate"
@@ -81,36 +97,47 @@ class IndexMap:
             if n == 1 and table[0] >= 0:
                 src_base += int(table[0])  # one coordinate: its offset joins the base
                 continue
-            dims.append((n, int(stride), table))
-        merged: list[tuple[int, int, np.ndarray]] = []
-        for n, stride, table in dims:
+            step = _step(table)
+            dims.append(_Dim(n, int(stride), None if step is not None else table, step,
+                             int(table[0])))
+        merged: list[_Dim] = []
+        for d in dims:
             if merged:
-                pn, pstride, ptable = merged[-1]
-                step, pstep = _step(table), _step(ptable)
-                if step is not None and pstep is not None and pstride == stride * n \
-                        and pstep == step * n:
-                    merged[-1] = (pn * n, stride, affine(pn * n, step, int(ptable[0] + table[0])))
+                p = merged[-1]
+                if d.step is not None and p.step is not None and p.stride == d.stride * d.n \
+                        and p.step == d.step * d.n:
+                    # Affine neighbours merge into one affine dimension, kept as (step, base):
+                    # a packed 4096 x 4096 copy is one dimension of 16M, never a 16M table.
+                    merged[-1] = _Dim(p.n * d.n, d.stride, None, d.step, p.base + d.base)
                     continue
-            merged.append((n, stride, table))
+            merged.append(d)
         if not merged:
-            merged = [(1, 1, np.zeros(1, np.int64))]
+            merged = [_Dim(1, 1, None, 0, 0)]
         # A short last dimension (DEPTH_TO_SPACE's block, a nearest-neighbour scale) takes its
         # output-contiguous neighbours in, as one table: long pieces instead of many tiny rows.
-        while len(merged) > 1 and merged[-1][0] < SHORT_INNER:
-            (pn, pstride, ptable), (n, stride, table) = merged[-2:]
-            if pstride != stride * n or pn * n > MERGED_TABLE:
+        while len(merged) > 1 and merged[-1].n < SHORT_INNER:
+            p, d = merged[-2:]
+            if p.stride != d.stride * d.n or p.n * d.n > MERGED_TABLE:
                 break
+            ptable, table = p.values(), d.values()
             both = np.add.outer(ptable, table).ravel()
             outside = np.logical_or.outer(ptable < 0, table < 0).ravel()
-            merged[-2:] = [(pn * n, stride, np.where(outside, FILL, both))]
-        *outer, (n, inner_stride, inner) = merged
-        outer_tables = [t for _, _, t in outer]
+            merged[-2:] = [_Dim(p.n * d.n, d.stride, np.where(outside, FILL, both), None, 0)]
+        *outer, last = merged
+        outer_tables = [d.values() for d in outer]
         starts = np.cumsum([0] + [t.size for t in outer_tables[:-1]], dtype=np.int64)
-        return cls(src, dst, element_size, np.array([d[0] for d in outer], np.int64),
-                   np.array([d[1] for d in outer], np.int64),
+        if last.table is None:  # affine: its pieces are CHUNK-long runs, no table to gather from
+            step = last.step or 0
+            pieces = np.array([(c, min(CHUNK, last.n - c), AFFINE, last.base + c * step, step)
+                               for c in range(0, last.n, CHUNK)], np.int64)
+            inner = np.zeros(1, np.int64)
+        else:
+            pieces, inner = _pieces(last.table), last.table
+        return cls(src, dst, element_size, np.array([d.n for d in outer], np.int64),
+                   np.array([d.stride for d in outer], np.int64),
                    np.concatenate(outer_tables) if outer_tables else np.zeros(1, np.int64),
-                   starts if outer_tables else np.zeros(0, np.int64), _pieces(inner), inner,
-                   inner_stride, src_base, dst_base, fill)
+                   starts if outer_tables else np.zeros(0, np.int64), pieces, inner, last.n,
+                   last.stride, src_base, dst_base, fill)
 
     def run(self, regions: Mapping[str, np.ndarray], fill_value: np.ndarray | None = None) -> None:
         """``fill_value``: a 1-element array of the element's width read at dispatch (ONE_HOT's
@@ -125,7 +152,7 @@ class IndexMap:
         fill = np.array([self.fill], np.uint64).astype(dst.dtype) if fill_value is None \
             else fill_value
         rows = int(np.prod(self.outer))
-        written = rows * self.inner.size * self.element_size
+        written = rows * self.inner_size * self.element_size
         map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
                  self.tables, self.starts, self.pieces, self.inner, self.inner_stride,
                  rows >= ROWS_PER_THREAD * numba.get_num_threads(), written >= STREAM_BYTES)
