@@ -6,9 +6,10 @@ into 4 on axis 1; PADDING constant and reflection of [32, 64, 56, 56] by 3 on th
 dimensions; DEPTH_TO_SPACE [8, 256, 64, 64] block 2; GATHER of 8192 rows of a [32000, 4096]
 float16 table; GATHER_ELEMENTS and SCATTER_ELEMENTS [4096, 4096] float32 on axis 1 (the
 scatter's indices a permutation of each row); RESAMPLE3 linear x2 of [8, 64, 128, 128] float32
-(pixel centres: PyTorch's ``interpolate(align_corners=False)``, ONNX ``half_pixel``). Peers write into preallocated outputs where
-their API allows (NumPy ``concatenate(out=)``, ``copyto``; PyTorch ``cat(out=)``, ``copy_``);
-``np.pad``, ``torch.nn.functional.pad`` and ONNX Runtime allocate their outputs.
+(pixel centres: PyTorch's ``interpolate(align_corners=False)``, ONNX ``half_pixel``). Peers
+write into preallocated outputs where their API allows (NumPy ``concatenate(out=)``,
+``copyto``; PyTorch ``cat(out=)``, ``copy_``); ``np.pad``, ``torch.nn.functional.pad`` and
+ONNX Runtime allocate their outputs.
 
     NUMBA_NUM_THREADS=2 python -m pytest bench/test_bench_movement.py -p no:cacheprovider -q \\
         --benchmark-max-time=0.5 --benchmark-warmup=on --benchmark-columns=min,median,rounds

@@ -322,3 +322,28 @@ def test_integer_types_are_valid_from_6_2_only_for_resample():
     got = DMLCreateDevice1(feature_level="6_2").execute(DML_OPERATOR_DESC(Desc=s),
                                                         [np.array([0, 10, 20, 30], np.uint8)])[0]
     assert got.dtype == np.uint8 and got[0, 0, 0, 0] == 0 and got[0, 0, 3, 3] == 30
+
+
+@pytest.mark.parametrize("dt", [F32, F16, U8])
+@pytest.mark.parametrize("scales,n_out", [((2.0, 2.0), (14, 22)), ((0.5, 0.5), (4, 6)),
+                                          ((3.0, 0.25), (21, 8)), ((1.0, 1.5), (7, 17))])
+def test_repeating_taps_run_the_fixed_pattern_path(device, dt, scales, n_out):
+    """Rows long enough for the last dimension's taps to repeat (x2: period 2, x0.5: period 1
+    reading every other element, x1.5: period 3), edges clamped, with NaN and infinities in the
+    input for the float types: the same bounds as any other case."""
+    rng = np.random.default_rng(11)
+    n_in = (7, 11) if scales != (0.5, 0.5) else (8, 12)
+    if scales == (3.0, 0.25):
+        n_in = (7, 32)
+    x = values(rng, dt, n_in, edges=True)
+    s = DML_RESAMPLE2_OPERATOR_DESC(InputTensor=desc(dt, n_in), OutputTensor=desc(dt, n_out),
+                                    InterpolationMode=LINEAR,
+                                    RoundingDirection=DML_AXIS_DIRECTION_DECREASING,
+                                    DimensionCount=2, Scales=scales, InputPixelOffsets=(0.5, 0.5),
+                                    OutputPixelOffsets=(-0.5, -0.5))
+    op = DML_OPERATOR_DESC(Desc=s)
+    got = device.execute(op, [x])[0]
+    plan = device.CreateOperator(op).plan
+    assert plan.blend and plan.pattern.block_hi > plan.pattern.block_lo
+    check(OP.DML_OPERATOR_RESAMPLE2, dt, device.CreateOperator(op).validated.values, x, got,
+          True)

@@ -192,6 +192,55 @@ def axis_taps(r: Resampling, d: int, n_in: int, n_out: int) -> Taps:
 
 # --- the plan -----------------------------------------------------------------------------------
 
+PERIODS = range(1, 9)  # the repeat lengths (in output coordinates) a last dimension is tried for
+
+
+@dataclass(frozen=True, eq=False)
+class Pattern:
+    """Where the last dimension's taps repeat: output coordinate b·P + p, for the blocks b in
+    [block_lo, block_hi), reads line positions b·step + col[p, t] with weights weight[p, t]
+    (x2 bilinear: P = 2, step 1; x0.5: P = 1, step 2). The kernel runs those blocks with fixed
+    offsets and weights, so its loads are contiguous and the loop vectorises; the coordinates
+    outside them (the clamped edges) go tap by tap. Only weights that are all non-zero repeat
+    (a zero weight must add nothing, not 0 · NaN)."""
+
+    col: np.ndarray  # (P, k) line positions of block 0
+    weight: np.ndarray  # (P, k) float32
+    step: int
+    block_lo: int
+    block_hi: int
+
+    @classmethod
+    def none(cls, cols: np.ndarray) -> Pattern:
+        k = cols.shape[1]
+        return cls(np.zeros((1, k), np.int64), np.zeros((1, k), np.float32), 0, 0, 0)
+
+    @classmethod
+    def find(cls, cols: np.ndarray, weights: np.ndarray) -> Pattern:
+        """The shortest period whose regular blocks cover at least half of the coordinates."""
+        n, k = cols.shape
+        for period in PERIODS:
+            blocks = n // period
+            if blocks < 4:
+                break
+            c = cols[: blocks * period].reshape(blocks, period, k)
+            w = weights[: blocks * period].reshape(blocks, period, k)
+            mid = blocks // 2
+            step = int(c[mid + 1, 0, 0] - c[mid, 0, 0])
+            if step < 0 or not (w[mid] != 0).all():
+                continue
+            expected = c[mid][None] + step * (np.arange(blocks) - mid)[:, None, None]
+            regular = (c == expected).all(axis=(1, 2)) & (w == w[mid][None]).all(axis=(1, 2))
+            lo, hi = mid, mid + 1
+            while lo > 0 and regular[lo - 1]:
+                lo -= 1
+            while hi < blocks and regular[hi]:
+                hi += 1
+            if 2 * (hi - lo) * period >= n:
+                return cls(c[mid] - step * mid, w[mid].astype(np.float32), step, lo, hi)
+        return cls.none(cols)
+
+
 @dataclass(frozen=True, eq=False)
 class InterpolationPlan:
     """out[o] = Σ Π_d weight_d · src[Σ_d offset_d] over every dimension's taps
@@ -212,6 +261,7 @@ class InterpolationPlan:
     line_lo: int
     line_n: int
     blend: bool
+    pattern: Pattern
 
     @classmethod
     def build(cls, src: Tensor, dst: Tensor, src_name: str, dst_name: str,
@@ -235,11 +285,15 @@ class InterpolationPlan:
         lo = int(last.col.min()) if last.col.size else 0
         line_n = int(last.col.max()) + 1 - lo if last.col.size else 0
         pairs = int(np.prod([max(np.diff(t.ptr).max(initial=0), 1) for t in outer]))
-        blend = pairs > 1 and line_n * pairs + last.col.size < pairs * last.col.size
         last_col, last_wt = last.dense(lo)
+        pattern = Pattern.find(last_col - lo, last_wt)
+        # Blend the outer taps into a line first where the last dimension's taps repeat (its
+        # loops then vectorise) or where that is fewer operations than reading every pair.
+        blend = pattern.block_hi > pattern.block_lo or (
+            pairs > 1 and line_n * pairs + last.col.size < pairs * last.col.size)
         return cls(src, dst, src_name, dst_name, np.asarray(sizes, np.int64),
                    np.asarray(dst_strides, np.int64), ptr, off, wt, last_col, last_wt,
-                   src_strides[-1], lo, line_n, blend)
+                   src_strides[-1], lo, line_n, blend, pattern)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         import numba
@@ -251,6 +305,8 @@ class InterpolationPlan:
                       storage(regions[self.dst_name], self.dst), self.sizes, self.dst_strides,
                       self.ptr, self.off, self.wt, self.last_col, self.last_wt,
                       self.last_stride, self.line_lo, self.line_n, self.blend,
+                      self.pattern.col, self.pattern.weight, self.pattern.step,
+                      self.pattern.block_lo, self.pattern.block_hi,
                       max(1, min(rows, 8 * numba.get_num_threads())))
 
 
