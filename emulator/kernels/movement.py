@@ -26,16 +26,16 @@ import numpy as np
 
 from .jit import inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
-from .stream import stream_copy
+from .stream import store_fence, stream_copy
 
-# A streamed run is at least this many elements: each ends with a fence, and a padded row's short
-# runs streamed one by one were 10x slower than cached stores.
+# A streamed run is at least this many elements: a padded row's short runs streamed one by one
+# were 10x slower than cached stores.
 STREAM_RUN = 4096
 
 
 @kernel
 def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, starts, pieces,
-             inner, inner_stride, per_row, stream):  # pragma: no cover
+             inner, inner_stride, per_row, stream, groups):  # pragma: no cover
     rank = outer.shape[0]
     rows = np.int64(1)
     for k in range(rank):
@@ -43,67 +43,74 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
     count = pieces.shape[0]
     fv = fill[0]
     # A task is a whole row (all its pieces: one offset computation for many short pieces) when
-    # there are rows enough to share out, else one piece of a row.
+    # there are rows enough to share out, else one piece of a row. A work item is a run of
+    # tasks (at most ``groups`` of them), fenced once if it streamed.
     tasks = rows if per_row else rows * count
-    for task in prange(tasks):
-        if per_row:
-            row = np.int64(task)
-            first = np.int64(0)
-            last = count
-        else:
-            row = np.int64(task) // count
-            first = np.int64(task) - row * count
-            last = first + 1
-        s = np.int64(src_base)
-        d = np.int64(dst_base)
-        outside = False
-        rem = row
-        for k in range(rank - 1, -1, -1):
-            c = rem % outer[k]
-            rem //= outer[k]
-            t = tables[starts[k] + c]
-            outside |= t < 0
-            s += t
-            d += c * dst_strides[k]
-        for p in range(first, last):
-            n = np.uint64(pieces[p, 1])
-            kind = pieces[p, 2]
-            # Unsigned element indices from here (as kernels/copy.py): no negative-index
-            # fix-up, so the loops vectorise; a negative step wraps modulo 2^64 to the exact
-            # index.
-            du = np.uint64(d + pieces[p, 0] * inner_stride)
-            ds = np.uint64(inner_stride)
-            if outside or kind == FILL_PIECE:
-                if inner_stride == 1:
-                    for j in range(n):
-                        dst[du + j] = fv
-                else:
-                    for j in range(n):
-                        dst[du + j * ds] = fv
-            elif kind == AFFINE:
-                su = np.uint64(s + pieces[p, 3])
-                step = pieces[p, 4]
-                if inner_stride == 1 and step == 1 and stream and n >= STREAM_RUN:
-                    stream_copy(dst, du, src, su, n)
-                elif inner_stride == 1 and step == 1:
-                    for j in range(n):
-                        dst[du + j] = src[su + j]
-                elif inner_stride == 1 and step == -1:
-                    for j in range(n):
-                        dst[du + j] = src[su - j]
-                elif inner_stride == 1 and step == 0:
-                    v = src[su]
-                    for j in range(n):
-                        dst[du + j] = v
-                else:
-                    ss = np.uint64(step)
-                    for j in range(n):
-                        dst[du + j * ds] = src[su + j * ss]
+    per_group = (tasks + groups - 1) // groups
+    for group in prange((tasks + per_group - 1) // per_group):
+        streamed = False
+        for task in range(group * per_group, min(tasks, (group + 1) * per_group)):
+            if per_row:
+                row = np.int64(task)
+                first = np.int64(0)
+                last = count
             else:
-                su = np.uint64(s)
-                at = np.uint64(pieces[p, 0])
-                for j in range(n):
-                    dst[du + j * ds] = src[su + np.uint64(inner[at + j])]
+                row = np.int64(task) // count
+                first = np.int64(task) - row * count
+                last = first + 1
+            s = np.int64(src_base)
+            d = np.int64(dst_base)
+            outside = False
+            rem = row
+            for k in range(rank - 1, -1, -1):
+                c = rem % outer[k]
+                rem //= outer[k]
+                t = tables[starts[k] + c]
+                outside |= t < 0
+                s += t
+                d += c * dst_strides[k]
+            for p in range(first, last):
+                n = np.uint64(pieces[p, 1])
+                kind = pieces[p, 2]
+                # Unsigned element indices from here (as kernels/copy.py): no negative-index
+                # fix-up, so the loops vectorise; a negative step wraps modulo 2^64 to the exact
+                # index.
+                du = np.uint64(d + pieces[p, 0] * inner_stride)
+                ds = np.uint64(inner_stride)
+                if outside or kind == FILL_PIECE:
+                    if inner_stride == 1:
+                        for j in range(n):
+                            dst[du + j] = fv
+                    else:
+                        for j in range(n):
+                            dst[du + j * ds] = fv
+                elif kind == AFFINE:
+                    su = np.uint64(s + pieces[p, 3])
+                    step = pieces[p, 4]
+                    if inner_stride == 1 and step == 1 and stream and n >= STREAM_RUN:
+                        stream_copy(dst, du, src, su, n)
+                        streamed = True
+                    elif inner_stride == 1 and step == 1:
+                        for j in range(n):
+                            dst[du + j] = src[su + j]
+                    elif inner_stride == 1 and step == -1:
+                        for j in range(n):
+                            dst[du + j] = src[su - j]
+                    elif inner_stride == 1 and step == 0:
+                        v = src[su]
+                        for j in range(n):
+                            dst[du + j] = v
+                    else:
+                        ss = np.uint64(step)
+                        for j in range(n):
+                            dst[du + j * ds] = src[su + j * ss]
+                else:
+                    su = np.uint64(s)
+                    at = np.uint64(pieces[p, 0])
+                    for j in range(n):
+                        dst[du + j * ds] = src[su + np.uint64(inner[at + j])]
+        if streamed:
+            store_fence()
 
 
 @kernel
@@ -162,7 +169,7 @@ def index_table(indices, base, sizes, strides, size, stride, table):  # pragma: 
 
 @kernel
 def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides, indices,
-                 size, stride, stream):  # pragma: no cover
+                 size, stride, stream, groups):  # pragma: no cover
     """``dst[c] = src[c·src_strides + position(c)·stride]``, the position read from the index
     tensor at ``c·index_strides`` (a negative value of a signed type counts from the end; one
     outside [0, size) writes the fill value): every gather. GATHER and GATHER_ELEMENTS pass
@@ -178,39 +185,54 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
     sl = np.uint64(src_strides[rank - 1])
     dl = np.uint64(dst_strides[rank - 1])
     il = np.uint64(index_strides[rank - 1])
-    for task in prange(rows * chunks):
-        row = np.int64(task) // chunks
-        j0 = (np.int64(task) - row * chunks) * CHUNK
-        s = j0 * src_strides[rank - 1]
-        d = j0 * dst_strides[rank - 1]
-        t = j0 * index_strides[rank - 1]
-        rem = row
-        for k in range(rank - 2, -1, -1):
-            c = rem % sizes[k]
-            rem //= sizes[k]
-            s += c * src_strides[k]
-            d += c * dst_strides[k]
-            t += c * index_strides[k]
-        su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
-        n = np.uint64(min(inner, j0 + CHUNK) - j0)
-        if il == 0:  # one index for the whole row (GATHER's rows): a plain copy
-            p = _position(indices[tu], size)
-            if p < 0:
-                for j in range(n):
-                    dst[du + j * dl] = fv
-            elif sl == 1 and dl == 1 and stream and n >= STREAM_RUN:
-                stream_copy(dst, du, src, su + np.uint64(p * stride), n)
-            else:
-                so = su + np.uint64(p * stride)
-                for j in range(n):
-                    dst[du + j * dl] = src[so + j * sl]
-        else:
-            for j in range(n):
-                p = _position(indices[tu + j * il], size)
+    tasks = rows * chunks
+    per_group = (tasks + groups - 1) // groups
+    for group in prange((tasks + per_group - 1) // per_group):
+        streamed = False
+        for task in range(group * per_group, min(tasks, (group + 1) * per_group)):
+            row = np.int64(task) // chunks
+            j0 = (np.int64(task) - row * chunks) * CHUNK
+            s = j0 * src_strides[rank - 1]
+            d = j0 * dst_strides[rank - 1]
+            t = j0 * index_strides[rank - 1]
+            rem = row
+            for k in range(rank - 2, -1, -1):
+                c = rem % sizes[k]
+                rem //= sizes[k]
+                s += c * src_strides[k]
+                d += c * dst_strides[k]
+                t += c * index_strides[k]
+            su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
+            n = np.uint64(min(inner, j0 + CHUNK) - j0)
+            if il == 0:  # one index for the whole row (GATHER's rows): a plain copy
+                p = _position(indices[tu], size)
                 if p < 0:
-                    dst[du + j * dl] = fv
+                    for j in range(n):
+                        dst[du + j * dl] = fv
+                elif sl == 1 and dl == 1 and stream and n >= STREAM_RUN:
+                    stream_copy(dst, du, src, su + np.uint64(p * stride), n)
+                    streamed = True
                 else:
-                    dst[du + j * dl] = src[su + j * sl + np.uint64(p * stride)]
+                    so = su + np.uint64(p * stride)
+                    for j in range(n):
+                        dst[du + j * dl] = src[so + j * sl]
+            elif dl == 1 and il == 1:
+                # Packed output and indices (GATHER_ELEMENTS along the last axis): branch-free,
+                # an index outside reads position 0 (always in the tensor) and writes the fill,
+                # so the loop vectorises into gathers.
+                for j in range(n):
+                    p = _position(indices[tu + j], size)
+                    v = src[su + j * sl + np.uint64(max(p, 0) * stride)]
+                    dst[du + j] = v if p >= 0 else fv
+            else:
+                for j in range(n):
+                    p = _position(indices[tu + j * il], size)
+                    if p < 0:
+                        dst[du + j * dl] = fv
+                    else:
+                        dst[du + j * dl] = src[su + j * sl + np.uint64(p * stride)]
+        if streamed:
+            store_fence()
 
 
 @inline

@@ -35,6 +35,14 @@ STREAM_BYTES = 16 << 20  # a copy writing this much uses non-temporal stores (ke
 OUTSIDE = np.iinfo(np.int64).max  # a tuple offset past every input (the gather writes 0)
 
 
+def work_items() -> int:
+    """How many work items a movement kernel cuts its tasks into: 8 per thread (a streamed item
+    fences once, kernels/stream.py)."""
+    import numba
+
+    return 8 * numba.get_num_threads()
+
+
 def affine(size: int, step: int, base: int = 0) -> np.ndarray:
     """The table of an affine dimension: base + c·step for c in [0, size)."""
     return base + step * np.arange(size, dtype=np.int64)
@@ -155,7 +163,8 @@ class IndexMap:
         written = rows * self.inner_size * self.element_size
         map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
                  self.tables, self.starts, self.pieces, self.inner, self.inner_stride,
-                 rows >= ROWS_PER_THREAD * numba.get_num_threads(), written >= STREAM_BYTES)
+                 rows >= ROWS_PER_THREAD * numba.get_num_threads(), written >= STREAM_BYTES,
+                 work_items())
 
 
 def _pieces(table: np.ndarray) -> np.ndarray:
@@ -283,4 +292,4 @@ class GatherPlan:
         gather_index(element_view(regions[self.src], self.element_size), dst,
                      np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
                      self.tab_strides, indices, size, stride,
-                     int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES)
+                     int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES, work_items())

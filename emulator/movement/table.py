@@ -44,7 +44,7 @@ from ..plan import element_view
 from ..resources import typed_view
 from ..validation import Tensor, packed_strides
 from . import references as ref
-from .plan import GatherPlan, IndexMap, MovePlan, affine, tuple_table
+from .plan import GatherPlan, IndexMap, MovePlan, affine, tuple_table, work_items
 
 OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
@@ -505,7 +505,7 @@ class ReversePlan:
                      np.asarray(out.sizes, np.int64), np.asarray(src, np.int64),
                      np.asarray(out.strides, np.int64),
                      np.asarray(packed_strides(positions.shape), np.int64), positions.ravel(),
-                     n, x.strides[axis], False)
+                     n, x.strides[axis], False, work_items())
 
 
 def reverse_subsequences_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]

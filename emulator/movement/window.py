@@ -46,7 +46,7 @@ from descriptors import NUMPY_DTYPE
 from ..plan import collapse, element_view
 from ..resources import typed_view
 from ..validation import Tensor, packed_strides
-from .plan import OUTSIDE, STREAM_BYTES, IndexMap
+from .plan import OUTSIDE, STREAM_BYTES, IndexMap, work_items
 from .table import Row, identity_tables
 
 BOTH = (slice(None), slice(None))  # the batch and channel dimensions, whole (reference indexing)
@@ -87,7 +87,7 @@ class UnfoldPlan:
         gather_index(element_view(regions["InputTensor"], self.element_size), dst,
                      np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
                      self.tab_strides, self.table, OUTSIDE, 1,
-                     int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES)
+                     int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES, work_items())
 
 
 def unfold_plan(v: SimpleNamespace) -> UnfoldPlan:
