@@ -347,3 +347,22 @@ def test_repeating_taps_run_the_fixed_pattern_path(device, dt, scales, n_out):
     assert plan.blend and plan.pattern.block_hi > plan.pattern.block_lo
     check(OP.DML_OPERATOR_RESAMPLE2, dt, device.CreateOperator(op).validated.values, x, got,
           True)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-8, 1e-30])
+def test_antialiasing_a_tiny_scale_costs_the_input_not_one_over_the_scale(device, scale):
+    """The triangle is wider than the input: its taps beyond the edges (which clamp to the edge
+    elements) are summed in closed form, so the plan has one tap per input element, not 2 /
+    Scale (1e-30 asked for 2e30 taps). The result is the normalised weighted mean: against the
+    reference's tap-by-tap loop where that loop is affordable, else within the input's range."""
+    x = np.array([1.0, 5.0, -2.0, 7.0], np.float32)
+    s = DML_RESAMPLE3_OPERATOR_DESC(
+        InputTensor=desc(F32, [4]), OutputTensor=desc(F32, [3]), InterpolationMode=LINEAR,
+        RoundingDirection=DML_AXIS_DIRECTION_DECREASING, DimensionCount=1, Scales=(scale,),
+        InputPixelOffsets=(0.5,), OutputPixelOffsets=(-0.5,), Antialiased=True)
+    op = DML_OPERATOR_DESC(Desc=s)
+    got = device.execute(op, [x])[0]
+    if scale >= 1e-3:
+        check(OP.DML_OPERATOR_RESAMPLE3, F32, device.CreateOperator(op).validated.values, x, got,
+              True)
+    assert np.isfinite(got).all() and (got >= x.min()).all() and (got <= x.max()).all()

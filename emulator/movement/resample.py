@@ -170,6 +170,8 @@ def linear_weights(x: np.ndarray, n_in: int, scale: float, antialiased: bool
     frac = x - base
     if antialiased and 1.0 / scale > 2.0:
         first = int(np.floor(-1.0 / scale)) + 1
+        if 2 - 2 * first > n_in + 2:  # wider than the input: the input's taps and two tails
+            return _wide_triangle(x, n_in, scale, base + first, base + 1 - first)
         steps = np.arange(first, 2 - first, dtype=np.float64)
         weights = np.clip(1.0 - np.abs(steps[None, :] - frac[:, None]) * scale, 0.0, 1.0)
         weights /= weights.sum(axis=1, keepdims=True)
@@ -178,6 +180,34 @@ def linear_weights(x: np.ndarray, n_in: int, scale: float, antialiased: bool
         weights = np.stack([1.0 - frac, frac], axis=1)
     cols = np.clip(base[:, None] + steps[None, :], 0, n_in - 1).astype(np.int64)
     return cols, weights
+
+
+def _wide_triangle(x: np.ndarray, n_in: int, scale: float, lo: np.ndarray, hi: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The antialiasing triangle when its window [lo, hi] is wider than the input (a tiny
+    Scale): a tap per input element, and the window's parts beyond either edge (which clamp to
+    the edge elements) summed in closed form, so the plan is O(n_out · n_in), never
+    O(n_out / Scale)."""
+    i = np.arange(n_in, dtype=np.float64)
+    weights = np.clip(1.0 - np.abs(i[None, :] - x[:, None]) * scale, 0.0, 1.0)
+    weights[:, 0] += _triangle_sum(lo, np.minimum(hi, -1.0), x, scale)
+    weights[:, -1] += _triangle_sum(np.maximum(lo, float(n_in)), hi, x, scale)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.broadcast_to(np.arange(n_in, dtype=np.int64), weights.shape), weights
+
+
+def _triangle_sum(a: np.ndarray, b: np.ndarray, x: np.ndarray, scale: float) -> np.ndarray:
+    """Σ max(0, 1 - |i - x|·scale) over the integers i in [a, b] (element-wise): the rising side
+    (i <= x) and the falling side (i > x), each an arithmetic series."""
+    half = 1.0 / scale
+    lo_up = np.maximum(a, np.floor(x - half) + 1)
+    hi_up = np.minimum(b, np.floor(x))
+    lo_down = np.maximum(a, np.floor(x) + 1)
+    hi_down = np.minimum(b, np.ceil(x + half) - 1)
+    up = np.maximum(hi_up - lo_up + 1, 0)
+    down = np.maximum(hi_down - lo_down + 1, 0)
+    return (up * (1 - x * scale) + scale * (lo_up + hi_up) * up / 2
+            + down * (1 + x * scale) - scale * (lo_down + hi_down) * down / 2)
 
 
 def axis_taps(r: Resampling, d: int, n_in: int, n_out: int) -> Taps:
