@@ -539,3 +539,29 @@ def test_grad_max_sends_everything_to_the_maximum(device):
                                 InterpolationMode=NEAREST, MinimumSamplesPerOutput=2,
                                 MaximumSamplesPerOutput=2), [x, dy, rois, batches])
     assert dx.reshape(2, 2).tolist() == [[0, 0], [0, 4]]
+
+
+@pytest.mark.parametrize("function", [AVERAGE, MAXIMUM])
+def test_a_huge_region_visits_only_its_samples_inside_the_input(device, function):
+    """MaximumSamplesPerOutput = UINT_MAX (ONNX Runtime's adaptive sampling) with a corner at
+    1e30: 2^32 - 1 samples per axis, almost all outside the input. Only those inside are visited
+    (the rest read OutOfBoundsInputValue, counted, not iterated), so this returns at once: the
+    average is the value, the maximum the larger of the value and the input's samples. A region
+    twice the input's size is also checked against the sample-by-sample reference."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    batches = np.zeros(1, np.uint32)
+    huge = np.array([[0, 0, 1e30, 1e30]], np.float32)
+    op = align1(x, huge, batches, (1, 1, 1, 1), ReductionFunction=function,
+                OutOfBoundsInputValue=-3.0, MaximumSamplesPerOutput=2**32 - 1)
+    [y] = device.execute(op, [x, huge, batches])
+    # The average of 1.8e19 samples, a handful inside: the value, after rounding to float32.
+    # The maximum: the first sample (0.5 · 2.3e20 - 0.5 from the corner) lies outside too.
+    assert y.ravel().tolist() == [-3.0]
+    wide = np.array([[-4, -2, 4, 6]], np.float32)
+    op = align1(x, wide, batches, (1, 1, 2, 2), ReductionFunction=function,
+                OutOfBoundsInputValue=-3.0, MaximumSamplesPerOutput=2**32 - 1)
+    [y] = device.execute(op, [x, wide, batches])
+    v = device.CreateOperator(op).validated.values
+    want = REGISTRY[OP.DML_OPERATOR_ROI_ALIGN1].module.reference(
+        v, {"InputTensor": x, "ROITensor": wide, "BatchIndicesTensor": batches})["OutputTensor"]
+    np.testing.assert_allclose(y, want, rtol=1e-6)

@@ -96,17 +96,72 @@ def _coord(s, opo, scale, origin, ipo):  # pragma: no cover
 
 
 @inline
+def _span(o, count, opo, scale, origin, ipo, size):  # pragma: no cover
+    """The samples [lo, hi) of output coordinate ``o`` (``count`` per output) whose coordinate
+    lies in (-1, size), where an element of the input is read: the coordinate is monotonic in
+    the sample, so they are one run, found from the line's two crossings and then checked
+    sample by sample at its ends (rounding). Every other sample reads only outside elements,
+    whatever the region (a corner at 1e30 with MaximumSamplesPerOutput = UINT_MAX asked for
+    1.8e19 samples per element; now its samples inside the input are visited, and those are at
+    most about the input's size when the count is the adaptive ceil(size / output))."""
+    p0 = _coord(o * count, opo, scale, origin, ipo)
+    if p0 != p0 or scale != scale:
+        return np.int64(0), np.int64(0)
+    if scale == 0.0 or not math.isfinite(p0):
+        return (np.int64(0), count) if -1.0 < p0 < size else (np.int64(0), np.int64(0))
+    a = (-1.0 - p0) / scale
+    b = (size - p0) / scale
+    top = np.float64(count)
+    lo = np.int64(max(min(math.floor(min(a, b)), top), 0.0))
+    hi = np.int64(max(min(math.ceil(max(a, b)) + 1.0, top), 0.0))
+    while lo < hi and not -1.0 < _coord(o * count + lo, opo, scale, origin, ipo) < size:
+        lo += 1
+    while lo > 0 and -1.0 < _coord(o * count + lo - 1, opo, scale, origin, ipo) < size:
+        lo -= 1
+    while hi > lo and not -1.0 < _coord(o * count + hi - 1, opo, scale, origin, ipo) < size:
+        hi -= 1
+    while hi < count and hi > lo and -1.0 < _coord(o * count + hi, opo, scale, origin, ipo) < size:
+        hi += 1
+    return lo, hi
+
+
+@inline
+def _spans(geo, r, ox, oy, sx, sy, opo, ipo, h, w):  # pragma: no cover
+    x0, x1 = _span(ox, sx, opo, geo[r, 1], geo[r, 0], ipo, np.float64(w))
+    y0, y1 = _span(oy, sy, opo, geo[r, 3], geo[r, 2], ipo, np.float64(h))
+    if x0 >= x1 or y0 >= y1:
+        return np.int64(0), np.int64(0), np.int64(0), np.int64(0)
+    return x0, x1, y0, y1
+
+
+@inline
+def _first_outside(x0, x1, y0, y1, sx, sy):  # pragma: no cover
+    """The first sample (x outer, y inner) outside the box [x0, x1) x [y0, y1), or (-1, -1)."""
+    if x0 > 0 or x1 == x0:
+        return np.int64(0), np.int64(0)
+    if y0 > 0:
+        return np.int64(0), np.int64(0)
+    if y1 < sy:
+        return np.int64(0), y1
+    if x1 < sx:
+        return x1, np.int64(0)
+    return np.int64(-1), np.int64(-1)
+
+
+@inline
 def _argmax(x, base, sh, sw, h, w, geo, r, ox, oy, sx, sy, opo, ipo, oob,
             linear):  # pragma: no cover
     """The (x, y) sample indices of the cell's maximum: the first of equal ones, a NaN losing
-    (Direct3D's max), scanned x outer, y inner."""
+    (Direct3D's max), scanned x outer, y inner. The samples outside the input all read ``oob``:
+    the first of them stands for them all."""
+    x0, x1, y0, y1 = _spans(geo, r, ox, oy, sx, sy, opo, ipo, h, w)
     best = 0.0
     bi = np.int64(0)
     bj = np.int64(0)
     first = True
-    for i in range(sx):
+    for i in range(x0, x1):
         px = _coord(ox * sx + i, opo, geo[r, 1], geo[r, 0], ipo)
-        for j in range(sy):
+        for j in range(y0, y1):
             py = _coord(oy * sy + j, opo, geo[r, 3], geo[r, 2], ipo)
             v = sample(x, base, sh, sw, h, w, py, px, oob, linear)
             if first or v > best or best != best:
@@ -114,6 +169,17 @@ def _argmax(x, base, sh, sw, h, w, geo, r, ox, oy, sx, sy, opo, ipo, oob,
                 bi = np.int64(i)
                 bj = np.int64(j)
                 first = False
+    oi, oj = _first_outside(x0, x1, y0, y1, sx, sy)
+    if oi < 0:
+        return bi, bj
+    if first:
+        return oi, oj
+    # The scan's rule between the inside maximum and the outside value: the larger wins (a NaN
+    # loses), of equal ones the earlier in the scan.
+    if best != best and oob == oob:
+        return oi, oj
+    if oob > best or (oob == best and oi * sy + oj < bi * sy + bj):
+        return oi, oj
     return bi, bj
 
 
@@ -171,13 +237,18 @@ def _align_one(x, xs, h, w, b, c, r, qy, qx, counts, geo, opo, ipo, oob, linear,
         px = _coord(qx * sx + bi, opo, geo[r, 1], geo[r, 0], ipo)
         py = _coord(qy * sy + bj, opo, geo[r, 3], geo[r, 2], ipo)
         return sample(x, base, xs[2], xs[3], h, w, py, px, oob, linear)
+    x0, x1, y0, y1 = _spans(geo, r, qx, qy, sx, sy, opo, ipo, h, w)
     acc = 0.0
-    for i in range(sx):
+    for i in range(x0, x1):
         px = _coord(qx * sx + i, opo, geo[r, 1], geo[r, 0], ipo)
-        for j in range(sy):
+        for j in range(y0, y1):
             py = _coord(qy * sy + j, opo, geo[r, 3], geo[r, 2], ipo)
             acc += sample(x, base, xs[2], xs[3], h, w, py, px, oob, linear)
-    return acc / np.float64(sx * sy)
+    total = np.float64(sx) * np.float64(sy)
+    outside = total - np.float64((x1 - x0) * (y1 - y0))
+    if outside > 0:  # every sample outside the input reads oob
+        acc += outside * oob
+    return acc / total
 
 
 @kernel
@@ -242,11 +313,12 @@ def _grad_plane(x, xs, dy, gs, acc, b, c, h, w, oh, ow, batch, counts, geo, opo,
                     px = _coord(qx * sx + bi, opo, geo[r, 1], geo[r, 0], ipo)
                     py = _coord(qy * sy + bj, opo, geo[r, 3], geo[r, 2], ipo)
                     _spread(acc, h, w, py, px, g, linear)
-                else:
-                    share = g / np.float64(sx * sy)
-                    for i in range(sx):
+                else:  # (samples outside the input spread nothing)
+                    share = g / (np.float64(sx) * np.float64(sy))
+                    x0, x1, y0, y1 = _spans(geo, r, qx, qy, sx, sy, opo, ipo, h, w)
+                    for i in range(x0, x1):
                         px = _coord(qx * sx + i, opo, geo[r, 1], geo[r, 0], ipo)
-                        for j in range(sy):
+                        for j in range(y0, y1):
                             py = _coord(qy * sy + j, opo, geo[r, 3], geo[r, 2], ipo)
                             _spread(acc, h, w, py, px, share, linear)
 
@@ -302,11 +374,9 @@ def _grad_region(x, xs, dy, gs, d, r, b, channels, h, w, oh, ow, counts, geo, op
         for qy in range(oh):
             for qx in range(ow):
                 g = load64(dy, r * gs[0] + c * gs[1] + qy * gs[2] + qx * gs[3])
-                i0 = np.int64(0)
-                i1 = sx
-                j0 = np.int64(0)
-                j1 = sy
-                share = g / np.float64(sx * sy)
+                # (samples outside the input have no image gradient)
+                i0, i1, j0, j1 = _spans(geo, r, qx, qy, sx, sy, opo, ipo, h, w)
+                share = g / (np.float64(sx) * np.float64(sy))
                 if use_max:
                     bi, bj = _argmax(x, base, xs[2], xs[3], h, w, geo, r, qx, qy, sx, sy, opo,
                                      ipo, 0.0, linear)
