@@ -17,7 +17,7 @@ implicit zero padding outside the image.
 - FOLD sums every column element into the image element it came from; elements that land in the
   padding are dropped. The plan lists, per spatial output position, the contributing column
   offsets in window-position order (a CSR table, made per axis and combined as an outer
-  product); ``kernels/window.fold_float`` / ``fold_int`` sum each output element in that order
+  product); ``kernels/window.fold_sums`` sums each output element in that order
   (float64 from +0, rounded once; integers modulo 2^bits), so the result does not depend on
   threads; an element no block reaches is +0. The table holds one entry per column element that
   lands inside the image (at most K·B), as UNFOLD's holds at most K·B.
@@ -178,13 +178,13 @@ class FoldPlan:
     offsets: np.ndarray
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.window import fold_float, fold_int
+        from ..kernels.window import fold_sums
 
-        kernel = fold_int if self.integer else fold_float
-        kernel(typed_view(regions["InputTensor"], self.input_type),
-               typed_view(regions["OutputTensor"], self.input_type), self.batch, self.channels,
-               self.src_n, self.src_c, self.dst_n, self.dst_c, self.dst_spatial, self.starts,
-               self.offsets)
+        fold_sums(typed_view(regions["InputTensor"], self.input_type),
+                  typed_view(regions["OutputTensor"], self.input_type),
+                  np.zeros(1, np.uint64 if self.integer else np.float64), self.batch,
+                  self.channels, self.src_n, self.src_c, self.dst_n, self.dst_c,
+                  self.dst_spatial, self.starts, self.offsets)
 
 
 def fold_plan(v: SimpleNamespace) -> FoldPlan:
