@@ -53,6 +53,16 @@ def _inside(py, px, h, w):  # pragma: no cover
 
 
 @inline
+def _corners(py, px):  # pragma: no cover
+    """The bilinear neighbours of (py, px): rows y0 = floor(py), y1 = ceil(py), columns x0, x1
+    alike, and the fractions ly = py - y0, lx = px - x0."""
+    fy = math.floor(py)
+    fx = math.floor(px)
+    return (np.int64(fy), np.int64(fx), np.int64(math.ceil(py)), np.int64(math.ceil(px)),
+            py - fy, px - fx)
+
+
+@inline
 def sample(x, base, sh, sw, h, w, py, px, oob, linear):  # pragma: no cover
     """The value at (py, px): bilinear over floor/ceil, or the nearest element."""
     if not _inside(py, px, h, w):
@@ -60,14 +70,7 @@ def sample(x, base, sh, sw, h, w, py, px, oob, linear):  # pragma: no cover
     if not linear:
         return _read(x, base, sh, sw, h, w, np.int64(math.ceil(py - 0.5)),
                      np.int64(math.ceil(px - 0.5)), oob)
-    fy = math.floor(py)
-    fx = math.floor(px)
-    y0 = np.int64(fy)
-    x0 = np.int64(fx)
-    y1 = np.int64(math.ceil(py))
-    x1 = np.int64(math.ceil(px))
-    ly = py - fy
-    lx = px - fx
+    y0, x0, y1, x1, ly, lx = _corners(py, px)
     top = _read(x, base, sh, sw, h, w, y0, x0, oob)
     if lx != 0.0:
         top = (1.0 - lx) * top + lx * _read(x, base, sh, sw, h, w, y0, x1, oob)
@@ -274,21 +277,18 @@ def _spread(acc, h, w, py, px, g, linear):  # pragma: no cover
         if 0 <= iy < h and 0 <= ix < w:
             acc[iy * w + ix] += g
         return
-    fy = math.floor(py)
-    fx = math.floor(px)
-    ly = py - fy
-    lx = px - fx
+    y0, x0, y1, x1, ly, lx = _corners(py, px)
     for dy in range(2):
         if dy == 1 and ly == 0.0:
             break
-        iy = np.int64(fy) if dy == 0 else np.int64(math.ceil(py))
+        iy = y0 if dy == 0 else y1
         wy = 1.0 - ly if dy == 0 else ly
         if iy < 0 or iy >= h:
             continue
         for dx in range(2):
             if dx == 1 and lx == 0.0:
                 break
-            ix = np.int64(fx) if dx == 0 else np.int64(math.ceil(px))
+            ix = x0 if dx == 0 else x1
             wx = 1.0 - lx if dx == 0 else lx
             if 0 <= ix < w:
                 acc[iy * w + ix] += g * wy * wx
@@ -346,14 +346,7 @@ def _image_gradient(x, base, sh, sw, h, w, py, px):  # pragma: no cover
     floor/ceil neighbours (outside elements read 0)."""
     if not _inside(py, px, h, w):
         return 0.0, 0.0
-    fy = math.floor(py)
-    fx = math.floor(px)
-    y0 = np.int64(fy)
-    x0 = np.int64(fx)
-    y1 = np.int64(math.ceil(py))
-    x1 = np.int64(math.ceil(px))
-    ly = py - fy
-    lx = px - fx
+    y0, x0, y1, x1, ly, lx = _corners(py, px)
     tl = _read(x, base, sh, sw, h, w, y0, x0, 0.0)
     tr = _read(x, base, sh, sw, h, w, y0, x1, 0.0)
     bl = _read(x, base, sh, sw, h, w, y1, x0, 0.0)
