@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .index import offsets4
 from .jit import inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
 from .stream import store_fence, stream_copy
@@ -127,16 +128,7 @@ def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, index_strides, n, u
     for k in range(rank):
         lines *= sizes[k]
     for line in prange(lines):
-        d = np.int64(0)
-        u = np.int64(0)
-        t = np.int64(0)
-        rem = np.int64(line)
-        for k in range(rank - 1, -1, -1):
-            c = rem % sizes[k]
-            rem //= sizes[k]
-            d += c * dst_strides[k]
-            u += c * upd_strides[k]
-            t += c * index_strides[k]
+        d, u, t, _ = offsets4(line, sizes, dst_strides, upd_strides, index_strides, index_strides)
         for j in range(n):
             p = _position(indices[np.uint64(t + j * index_step)], size)
             if p >= 0:
@@ -177,6 +169,7 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
     ``stride``), REVERSE_SUBSEQUENCES a table of positions."""
     rank = sizes.shape[0]
     inner = sizes[rank - 1]
+    outer = sizes[:rank - 1]
     rows = np.int64(1)
     for k in range(rank - 1):
         rows *= sizes[k]
@@ -192,17 +185,12 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
         for task in range(group * per_group, min(tasks, (group + 1) * per_group)):
             row = np.int64(task) // chunks
             j0 = (np.int64(task) - row * chunks) * CHUNK
-            s = j0 * src_strides[rank - 1]
-            d = j0 * dst_strides[rank - 1]
-            t = j0 * index_strides[rank - 1]
-            rem = row
-            for k in range(rank - 2, -1, -1):
-                c = rem % sizes[k]
-                rem //= sizes[k]
-                s += c * src_strides[k]
-                d += c * dst_strides[k]
-                t += c * index_strides[k]
-            su, du, tu = np.uint64(s), np.uint64(d), np.uint64(t)
+            # (the row's coordinates over every dimension but the last: the first rank - 1)
+            s, d, t, _ = offsets4(row, outer, src_strides, dst_strides, index_strides,
+                                  index_strides)
+            su = np.uint64(s + j0 * src_strides[rank - 1])
+            du = np.uint64(d + j0 * dst_strides[rank - 1])
+            tu = np.uint64(t + j0 * index_strides[rank - 1])
             n = np.uint64(min(inner, j0 + CHUNK) - j0)
             if il == 0:  # one index for the whole row (GATHER's rows): a plain copy
                 p = _position(indices[tu], size)
