@@ -43,7 +43,7 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..resources import typed_view
 from ..validation import Tensor
-from .plan import IndexMap, MovePlan
+from .plan import IndexMap, MovePlan, work_items
 from .table import FLOATS, Row
 
 OP = DML_OPERATOR_TYPE
@@ -326,8 +326,6 @@ class InterpolationPlan:
                    src_strides[-1], lo, line_n, blend, pattern)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        import numba
-
         from ..kernels.resample import resample_rows
 
         rows = int(np.prod(self.sizes[:-1]))
@@ -337,7 +335,7 @@ class InterpolationPlan:
                       self.last_stride, self.line_lo, self.line_n, self.blend,
                       self.pattern.col, self.pattern.weight, self.pattern.step,
                       self.pattern.block_lo, self.pattern.block_hi,
-                      max(1, min(rows, 8 * numba.get_num_threads())))
+                      max(1, min(rows, work_items())))
 
 
 def storage(region: np.ndarray, t: Tensor) -> np.ndarray:
