@@ -24,7 +24,7 @@ from descriptors import (
     OperatorSchema,
 )
 
-from . import elementwise, movement
+from . import elementwise, movement, reduction
 from .elementwise import blockwise
 from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
@@ -72,6 +72,7 @@ EXECUTABLE: dict[DML_OPERATOR_TYPE, Any] = {
     **{row.operator: elementwise.module(row.operator) for row in elementwise.ROWS},
     **{op: blockwise.module(op) for op in blockwise.ROW_OF},
     **{row.operator: movement.module(row.operator) for row in movement.ROWS},
+    **{row.operator: reduction.module(row.operator) for row in reduction.ROWS},
 }
 
 

@@ -1,4 +1,4 @@
-"""The data-movement family: every operator is a row (``table.Row``): the copies and indexed
+"""The data-movement family: every operator is a row (``family.Row``): the copies and indexed
 operators of ``table.ROWS`` (index maps over the strided copy kernel, ``kernels/movement.py``),
 the resampling operators of ``resample.ROWS``, ROI pooling and alignment (``roi.ROWS``), the
 sliding-window operators (``window.ROWS``) and the generators (``special.ROWS``). This module
@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 from descriptors import DML_OPERATOR_TYPE
 
+from .. import family
 from . import resample, roi, special, table, window
 
 ROWS = (*table.ROWS, *resample.ROWS, *roi.ROWS, *window.ROWS, *special.ROWS)
@@ -20,10 +21,4 @@ __all__ = ["BY_OPERATOR", "ROWS", "module"]
 
 
 def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
-    row = BY_OPERATOR[op]
-    out = SimpleNamespace(__name__=f"{__name__}[{row.name}]", __doc__=f"{op.name}: {__doc__}",
-                          KERNEL_TYPES=row.kernel_types, ROW=row, plan=row.plan,
-                          reference=row.reference)
-    if row.unsupported is not None:
-        out.unsupported = row.unsupported
-    return out
+    return family.module(BY_OPERATOR[op], __name__, __doc__)

@@ -27,7 +27,7 @@ REVERSE_SUBSEQUENCES is a gather through a table made from the sequence lengths
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -38,8 +38,8 @@ from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..elementwise import references as elementwise_ref
+from ..family import Row
 from ..kernels.pieces import FILL
-from ..ops.common import ELEVEN_TYPES
 from ..plan import element_view
 from ..resources import typed_view
 from ..validation import Tensor, packed_strides
@@ -675,19 +675,6 @@ def diagonal_matrix_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarra
 
 
 # --- the table ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Row:
-    operator: DML_OPERATOR_TYPE
-    plan: Callable[[SimpleNamespace], Any]
-    reference: Callable[[SimpleNamespace, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
-    kernel_types: tuple[T, ...] = ELEVEN_TYPES  # copies: any type to 64 bits
-    unsupported: Callable[[SimpleNamespace], str | None] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.operator.name.removeprefix("DML_OPERATOR_").lower()
-
 
 ROWS = (
     Row(OP.DML_OPERATOR_JOIN, join_plan, join_reference),

@@ -1,0 +1,508 @@
+"""Kernels of REDUCE, ARGMIN, ARGMAX and the cumulative operators, over the reduction layout.
+
+Every reduce kernel walks tasks = (block of groups) x (chunk of the group's elements):
+
+- **rows** (``lanes == 1``): one group per block; the chunk is a range of the group's flat
+  element numbers, walked row by row (a row: the last reduced dimension), each row folded by a
+  loop that vectorises where the row is contiguous;
+- **columns** (``lanes > 1``, where neighbouring groups are neighbours in memory and a group's
+  elements are not): ``lanes`` groups along the last kept dimension advance together, one
+  element of each per step, each in its own accumulator (a loop across groups that vectorises,
+  each group still summed in its own order).
+
+Partial results per (group, chunk) are folded in chunk order. How a shape is cut (lanes,
+chunks) depends on the shape only, never on the thread count, so results are identical at any
+thread count. Element offsets are unsigned (``np.uint64``): with signed indices Numba's
+negative-index fix-up keeps LLVM from vectorising.
+
+Three folds:
+- ``reduce_float``: FLOAT32/FLOAT16 read as float64 and summed (of x, x*x, |x|, exp(x - shift)),
+  multiplied, or maximised (NaN skipped) in float64; LLVM may reassociate the sums (``reduction``).
+- ``reduce_int``: 32/64-bit integers read as their unsigned bits, summed (of x, x*x, |x|) or
+  multiplied modulo 2**64; the low bits are the wrapped result at the type's width.
+- ``reduce_keys``: MIN, MAX, ARGMIN, ARGMAX of any type through order-preserving unsigned keys
+  (float: sign-magnitude to offset binary; signed: the sign bit flipped; MIN: every key bit
+  flipped, so that it is a maximum too). A NaN's key is 0, below every number's, so a NaN never
+  wins; a group of NaNs gives its first (last, DECREASING) element.
+
+``scan_float`` / ``scan_int``: the cumulative operators along one axis, lines in parallel,
+float64 (integers: modulo 2**64) running totals, each output rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..kernels.floats import load64, store, store_int
+from ..kernels.index import offsets4
+from ..kernels.jit import helper, inline, kernel, prange, reduction
+
+# reduce_float / reduce_int ops
+SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
+# reduce_keys kinds
+UNSIGNED, SIGNED, FLOAT = 0, 1, 2
+
+U0 = np.uint64(0)
+U1 = np.uint64(1)
+
+
+@inline
+def _count(sizes):  # pragma: no cover
+    n = np.int64(1)
+    for k in range(sizes.shape[0]):
+        n *= sizes[k]
+    return n
+
+
+@inline
+def _task(task, chunks, lanes, glast, count):  # pragma: no cover
+    """(first group, groups in the block, first element, end element) of a task."""
+    per_line = (glast + lanes - 1) // lanes
+    block = task // chunks
+    c = task - block * chunks
+    line = block // per_line
+    t0 = (block - line * per_line) * lanes
+    width = min(lanes, glast - t0)
+    per = (count + chunks - 1) // chunks
+    lo = min(count, c * per)
+    hi = min(count, lo + per)
+    return line * glast + t0, width, lo, hi
+
+
+@inline
+def _tasks(groups, chunks, lanes, glast):  # pragma: no cover
+    return (groups // glast) * ((glast + lanes - 1) // lanes) * chunks
+
+
+@inline
+def _offset(e, r_sizes, r_in):  # pragma: no cover
+    o, _, _, _ = offsets4(e, r_sizes, r_in, r_in, r_in, r_in)
+    return np.uint64(o)
+
+
+# -- floats ----------------------------------------------------------------------------------
+
+
+@inline
+def _identity(op):  # pragma: no cover
+    if op == PRODUCT:
+        return 1.0
+    if op == MAXIMUM:
+        return -math.inf
+    return 0.0
+
+
+@inline
+def _fold(a, b, op):  # pragma: no cover
+    if op == PRODUCT:
+        return a * b
+    if op == MAXIMUM:
+        return b if b > a else a
+    return a + b
+
+
+@inline
+def _term(v, op, s):  # pragma: no cover
+    if op == SQUARE:
+        return v * v
+    if op == ABS:
+        return abs(v)
+    if op == EXP:
+        return math.exp(v - s)
+    return v
+
+
+@reduction
+def _float_row(x, base, step, n, op, s):  # pragma: no cover
+    """One row of ``n`` elements folded by ``op`` (the branches outside the loops, so each loop
+    vectorises where it can)."""
+    if op == PRODUCT:
+        p = 1.0
+        for j in range(n):
+            p *= load64(x, base + j * step)
+        return p
+    if op == MAXIMUM:
+        m = -math.inf
+        for j in range(n):
+            v = load64(x, base + j * step)
+            if v > m:
+                m = v
+        return m
+    acc = 0.0
+    if step == 1:
+        if op == SUM:
+            for j in range(n):
+                acc += load64(x, base + j)
+        elif op == SQUARE:
+            for j in range(n):
+                v = load64(x, base + j)
+                acc += v * v
+        elif op == ABS:
+            for j in range(n):
+                acc += abs(load64(x, base + j))
+        else:
+            for j in range(n):
+                acc += math.exp(load64(x, base + j) - s)
+    else:
+        for j in range(n):
+            acc += _term(load64(x, base + j * step), op, s)
+    return acc
+
+
+@helper
+def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part,
+                 task):  # pragma: no cover
+    """One task of reduce_float: its block of groups over its chunk of elements, into part."""
+    count = _count(r_sizes)
+    last = g_sizes.shape[0] - 1
+    glast = g_sizes[last]
+    gstep = np.uint64(g_in[last])
+    inner = r_sizes[r_sizes.shape[0] - 1]
+    rstep = np.uint64(r_in[r_in.shape[0] - 1])
+    lead = r_sizes[: r_sizes.shape[0] - 1]
+    g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
+    c = task % chunks
+    gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
+    base = np.uint64(gi)
+    if lanes == 1:
+        s = shift[g0]
+        acc = _identity(op)
+        e = lo
+        while e < hi:
+            row = e // inner
+            j = e - row * inner
+            n = min(inner - j, hi - e)
+            ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
+            acc = _fold(acc, _float_row(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
+                                        np.uint64(n), op, s), op)
+            e += n
+        part[g0, c] = acc
+        return
+    acc_l = np.full(width, _identity(op))
+    if op == SUM:
+        for e in range(lo, hi):
+            b = base + _offset(e, r_sizes, r_in)
+            for t in range(width):
+                acc_l[t] += load64(x, b + np.uint64(t) * gstep)
+    else:
+        for e in range(lo, hi):
+            b = base + _offset(e, r_sizes, r_in)
+            for t in range(width):
+                acc_l[t] = _fold(acc_l[t], _term(load64(x, b + np.uint64(t) * gstep), op,
+                                                 shift[g0 + t]), op)
+    for t in range(width):
+        part[g0 + t, c] = acc_l[t]
+
+
+@kernel
+def reduce_float(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift,
+                 out):  # pragma: no cover
+    """out[g] = the fold of group g's elements (float64); ``shift[g]`` is subtracted before exp."""
+    groups = _count(g_sizes)
+    part = np.empty((groups, chunks), np.float64)
+    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
+    for task in prange(tasks):
+        _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part, task)
+    for g in prange(groups):
+        out[g] = _float_combine(part, g, op)
+
+
+@helper
+def _float_combine(part, g, op):  # pragma: no cover
+    acc = part[g, 0]
+    for c in range(1, part.shape[1]):
+        acc = _fold(acc, part[g, c], op)
+    return acc
+
+
+# -- integers --------------------------------------------------------------------------------
+
+
+@inline
+def _iterm(u, op, sign):  # pragma: no cover
+    """The term of an element's bits ``u`` (zero-extended): modulo 2**64, exact in the low
+    bits. ``sign``: the type's sign bit (0 for unsigned types)."""
+    if op == SQUARE:
+        return u * u
+    if op == ABS and (u & sign) != U0:
+        return U0 - u
+    return u
+
+
+@helper
+def _int_row(x, base, step, n, op, sign):  # pragma: no cover
+    if op == PRODUCT:
+        p = U1
+        for j in range(n):
+            p *= np.uint64(x[base + j * step])
+        return p
+    acc = U0
+    if step == 1 and op == SUM:
+        for j in range(n):
+            acc += np.uint64(x[base + j])
+    else:
+        for j in range(n):
+            acc += _iterm(np.uint64(x[base + j * step]), op, sign)
+    return acc
+
+
+@kernel
+def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
+               out):  # pragma: no cover
+    """out[g] = the sum (of x, x*x, |x|) or product of group g's elements modulo 2**64."""
+    groups = _count(g_sizes)
+    count = _count(r_sizes)
+    last = g_sizes.shape[0] - 1
+    glast = g_sizes[last]
+    gstep = np.uint64(g_in[last])
+    inner = r_sizes[r_sizes.shape[0] - 1]
+    rstep = np.uint64(r_in[r_in.shape[0] - 1])
+    lead = r_sizes[: r_sizes.shape[0] - 1]
+    part = np.empty((groups, chunks), np.uint64)
+    for task in prange(_tasks(groups, chunks, lanes, glast)):
+        g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
+        c = task % chunks
+        gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
+        base = np.uint64(gi)
+        if lanes == 1:
+            acc = U1 if op == PRODUCT else U0
+            e = lo
+            while e < hi:
+                row = e // inner
+                j = e - row * inner
+                n = min(inner - j, hi - e)
+                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
+                r = _int_row(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
+                             np.uint64(n), op, sign)
+                acc = acc * r if op == PRODUCT else acc + r
+                e += n
+            part[g0, c] = acc
+        else:
+            acc_l = np.full(width, U1 if op == PRODUCT else U0)
+            for e in range(lo, hi):
+                b = base + _offset(e, r_sizes, r_in)
+                if op == PRODUCT:
+                    for t in range(width):
+                        acc_l[t] *= np.uint64(x[b + np.uint64(t) * gstep])
+                else:
+                    for t in range(width):
+                        acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t) * gstep]), op, sign)
+            for t in range(width):
+                part[g0 + t, c] = acc_l[t]
+    for g in prange(groups):
+        acc = part[g, 0]
+        for c in range(1, chunks):
+            acc = acc * part[g, c] if op == PRODUCT else acc + part[g, c]
+        out[g] = acc
+
+
+# -- MIN, MAX, ARGMIN, ARGMAX ----------------------------------------------------------------
+
+
+@inline
+def _key(u, kind, top, mask, inf, flip, canon):  # pragma: no cover
+    """The order-preserving key of an element's bits ``u`` (``top``: the sign bit, ``mask``:
+    every bit of the width, ``inf``: +inf's bits); 0 for a NaN; ``canon``: -0 keyed as +0."""
+    if kind == FLOAT:
+        a = u & (mask ^ top)
+        if a > inf:
+            return U0
+        if canon and a == U0:
+            u = U0
+        k = (u ^ mask) if (u & top) != U0 else (u | top)
+    elif kind == SIGNED:
+        k = u ^ top
+    else:
+        k = u
+    return k ^ flip
+
+
+@helper
+def _key_max(x, base, step, n, kind, top, mask, inf, flip, canon):  # pragma: no cover
+    m = U0
+    for j in range(n):
+        k = _key(np.uint64(x[base + j * step]), kind, top, mask, inf, flip, canon)
+        if k > m:
+            m = k
+    return m
+
+
+@helper
+def _key_find(x, base, step, n, target, backward, kind, top, mask, inf, flip,
+              canon):  # pragma: no cover
+    """The first (``backward``: last) j < n whose key is ``target``; -1 if none."""
+    if backward:
+        for k in range(n):
+            j = n - 1 - k
+            if _key(np.uint64(x[base + np.uint64(j) * step]), kind, top, mask, inf, flip,
+                    canon) == target:
+                return j
+    else:
+        for j in range(n):
+            if _key(np.uint64(x[base + np.uint64(j) * step]), kind, top, mask, inf, flip,
+                    canon) == target:
+                return j
+    return -1
+
+
+@kernel
+def reduce_keys(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
+                canon, backward, out_index, out_bits):  # pragma: no cover
+    """For every group, the element of largest key: its flat number in the group
+    (``out_index``; ties: the first, ``backward``: the last) and its bits (``out_bits``)."""
+    groups = _count(g_sizes)
+    count = _count(r_sizes)
+    last = g_sizes.shape[0] - 1
+    glast = g_sizes[last]
+    gstep = np.uint64(g_in[last])
+    inner = r_sizes[r_sizes.shape[0] - 1]
+    rstep = np.uint64(r_in[r_in.shape[0] - 1])
+    lead = r_sizes[: r_sizes.shape[0] - 1]
+    part_k = np.empty((groups, chunks), np.uint64)
+    part_i = np.empty((groups, chunks), np.int64)
+    for task in prange(_tasks(groups, chunks, lanes, glast)):
+        g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
+        c = task % chunks
+        gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
+        base = np.uint64(gi)
+        if lanes == 1:
+            best = U0
+            e = lo
+            while e < hi:
+                row = e // inner
+                j = e - row * inner
+                n = min(inner - j, hi - e)
+                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
+                m = _key_max(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
+                             np.uint64(n), kind, top, mask, inf, flip, canon)
+                if m > best:
+                    best = m
+                e += n
+            # The first (last) element holding the best key, row by row from the chunk's start
+            # (end).
+            found = lo
+            e = hi if backward else lo
+            while (e > lo) if backward else (e < hi):
+                if backward:
+                    row = (e - 1) // inner
+                    j = max(row * inner, lo) - row * inner
+                    n = (e - 1) - row * inner + 1 - j
+                    start = e - n
+                else:
+                    row = e // inner
+                    j = e - row * inner
+                    n = min(inner - j, hi - e)
+                    start = e
+                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
+                k = _key_find(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep, n, best,
+                              backward, kind, top, mask, inf, flip, canon)
+                if k >= 0:
+                    found = start + k
+                    break
+                e = start if backward else e + n
+            part_k[g0, c] = best
+            part_i[g0, c] = found
+        else:
+            bk = np.zeros(width, np.uint64)
+            bi = np.full(width, lo, np.int64)
+            for e in range(lo, hi):
+                b = base + _offset(e, r_sizes, r_in)
+                if backward:
+                    for t in range(width):
+                        k = _key(np.uint64(x[b + np.uint64(t) * gstep]), kind, top, mask, inf,
+                                 flip, canon)
+                        if k >= bk[t]:
+                            bk[t] = k
+                            bi[t] = e
+                else:
+                    for t in range(width):
+                        k = _key(np.uint64(x[b + np.uint64(t) * gstep]), kind, top, mask, inf,
+                                 flip, canon)
+                        if k > bk[t]:
+                            bk[t] = k
+                            bi[t] = e
+            for t in range(width):
+                part_k[g0 + t, c] = bk[t]
+                part_i[g0 + t, c] = bi[t]
+    per = (count + chunks - 1) // chunks
+    for g in prange(groups):
+        best = part_k[g, 0]
+        found = part_i[g, 0]
+        for c in range(1, chunks):
+            if c * per >= count:  # an empty chunk
+                break
+            k = part_k[g, c]
+            if k > best or (backward and k == best):
+                best = k
+                found = part_i[g, c]
+        out_index[g] = found
+        gi, _, _, _ = offsets4(g, g_sizes, g_in, g_in, g_in, g_in)
+        out_bits[g] = np.uint64(x[np.uint64(gi) + _offset(found, r_sizes, r_in)])
+
+
+# -- cumulative ------------------------------------------------------------------------------
+
+
+@kernel
+def scan_float(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward,
+               lanes):  # pragma: no cover
+    """Running sums (products) along a line of ``n`` elements (strides ``xs``, ``ys``) for every
+    line, in float64, each output rounded once; ``lanes`` neighbouring lines advance together
+    where they are neighbours in memory."""
+    lines = _count(g_sizes)
+    last = g_sizes.shape[0] - 1
+    glast = g_sizes[last]
+    gx = np.uint64(g_in[last])
+    gy = np.uint64(g_out[last])
+    per_line = (glast + lanes - 1) // lanes
+    start = 1.0 if product else 0.0
+    for task in prange((lines // glast) * per_line):
+        line = task // per_line
+        t0 = (task - line * per_line) * lanes
+        width = min(lanes, glast - t0)
+        gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
+        acc = np.full(width, start)
+        for k in range(n):
+            j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+            bx = np.uint64(gi) + j * np.uint64(xs)
+            by = np.uint64(go) + j * np.uint64(ys)
+            for t in range(width):
+                v = load64(x, bx + np.uint64(t) * gx)
+                if exclusive:
+                    store(y, by + np.uint64(t) * gy, acc[t])
+                acc[t] = acc[t] * v if product else acc[t] + v
+                if not exclusive:
+                    store(y, by + np.uint64(t) * gy, acc[t])
+
+
+@kernel
+def scan_int(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward,
+             lanes):  # pragma: no cover
+    """scan_float for 32/64-bit integers (their unsigned bits): modulo 2**64, stored
+    truncated, which is the wrapped result at the type's width."""
+    lines = _count(g_sizes)
+    last = g_sizes.shape[0] - 1
+    glast = g_sizes[last]
+    gx = np.uint64(g_in[last])
+    gy = np.uint64(g_out[last])
+    per_line = (glast + lanes - 1) // lanes
+    start = U1 if product else U0
+    for task in prange((lines // glast) * per_line):
+        line = task // per_line
+        t0 = (task - line * per_line) * lanes
+        width = min(lanes, glast - t0)
+        gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
+        acc = np.full(width, start)
+        for k in range(n):
+            j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+            bx = np.uint64(gi) + j * np.uint64(xs)
+            by = np.uint64(go) + j * np.uint64(ys)
+            for t in range(width):
+                v = np.uint64(x[bx + np.uint64(t) * gx])
+                if exclusive:
+                    store_int(y, by + np.uint64(t) * gy, acc[t])
+                acc[t] = acc[t] * v if product else acc[t] + v
+                if not exclusive:
+                    store_int(y, by + np.uint64(t) * gy, acc[t])

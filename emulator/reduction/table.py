@@ -1,0 +1,340 @@
+"""REDUCE, ARGMIN, ARGMAX, CUMULATIVE_SUMMATION and CUMULATIVE_PRODUCT: rows of the reduction
+family, their plans over the shared layout (``layout.Layout``) and their NumPy references.
+
+    REDUCE:  y = f(x_1, ..., x_N) over the N elements sharing every coordinate outside Axes:
+             SUM x1 + ... + xN; AVERAGE the sum / N; MULTIPLY x1 * ... * xN; L1 |x1| + ...;
+             L2 sqrt(x1^2 + ...); SUM_SQUARE x1^2 + ...; LOG_SUM log(x1 + ...);
+             LOG_SUM_EXP log(exp(x1) + ...); MIN, MAX; ARGMIN, ARGMAX the index of the smallest
+             (largest) element, its position in the row-major order of the reduced axes.
+    ARGMIN / ARGMAX: the same index; AxisDirection INCREASING takes the first of equal extremes,
+             DECREASING the last.
+    CUMULATIVE_SUMMATION / _PRODUCT: along Axis (DECREASING: from the end), each output the sum
+             (product) of the elements up to and including it (HasExclusive*: excluding it).
+
+How each runs (``kernels.py``): float arithmetic in float64, rounded once when stored; integer
+arithmetic modulo 2**64, which is the result wrapped at the type's width; MIN/MAX/ARG* through
+order-preserving keys, so they are exact and their values are bit copies of an element.
+**Decisions** (docs/decisions.md, Reductions): MIN/MAX skip NaN (Direct3D's min and max; a
+group of NaNs gives its first NaN) and order -0 below +0 (MAX(-0, +0) = +0 whatever the order);
+ARGMIN/ARGMAX skip NaN the same way (a group of NaNs gives its first index, DECREASING its last)
+and treat -0 and +0 as equal values; LOG_SUM_EXP subtracts the group's maximum first (the
+formula's value without overflow); integer SUM, MULTIPLY, L1 and SUM_SQUARE wrap (|INT_MIN| is
+INT_MIN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from descriptors import DML_AXIS_DIRECTION, DML_OPERATOR_TYPE, DML_REDUCE_FUNCTION
+
+from ..family import Row
+from ..ops.common import (
+    FLOAT16,
+    FLOAT32,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    UINT8,
+    UINT16,
+    UINT32,
+    UINT64,
+    ieee_reference,
+)
+from ..plan import float_view
+from ..resources import typed_view
+from ..validation import Tensor
+from .layout import Layout
+
+OP = DML_OPERATOR_TYPE
+RF = DML_REDUCE_FUNCTION
+DECREASING = DML_AXIS_DIRECTION.DML_AXIS_DIRECTION_DECREASING
+TEN_TYPES = (FLOAT32, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8)
+SIGNED_TYPES = (INT64, INT32, INT16, INT8)
+
+# kernels.py's codes (repeated here so that a plan does not import Numba)
+SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
+UNSIGNED, SIGNED, FLOAT = 0, 1, 2
+
+LANES = 64  # groups advancing together in the columns mode
+MIN_TASKS = 64  # cut groups' elements into chunks until there are this many tasks
+MIN_CHUNK = 4096  # ... but never into chunks shorter than this
+
+# Each arithmetic function: (its term and fold, its finishing step on the float64 result).
+ARITHMETIC = {
+    RF.DML_REDUCE_FUNCTION_SUM: (SUM, None), RF.DML_REDUCE_FUNCTION_AVERAGE: (SUM, "mean"),
+    RF.DML_REDUCE_FUNCTION_L1: (ABS, None), RF.DML_REDUCE_FUNCTION_L2: (SQUARE, "sqrt"),
+    RF.DML_REDUCE_FUNCTION_SUM_SQUARE: (SQUARE, None),
+    RF.DML_REDUCE_FUNCTION_LOG_SUM: (SUM, "log"),
+    RF.DML_REDUCE_FUNCTION_LOG_SUM_EXP: (EXP, "log"),
+    RF.DML_REDUCE_FUNCTION_MULTIPLY: (PRODUCT, None),
+}
+EXTREMES = {  # function: (is a minimum, returns the index)
+    RF.DML_REDUCE_FUNCTION_MIN: (True, False), RF.DML_REDUCE_FUNCTION_MAX: (False, False),
+    RF.DML_REDUCE_FUNCTION_ARGMIN: (True, True), RF.DML_REDUCE_FUNCTION_ARGMAX: (False, True),
+}
+
+
+def _unsigned(t: Tensor) -> str:
+    return f"u{t.element_size}"
+
+
+def _cut(layout: Layout) -> tuple[int, int]:
+    """(lanes, chunks) for a layout: from the shape only, so results never depend on the
+    thread count."""
+    g_sizes, g_in = layout.g[0], layout.g[1]
+    r_in = layout.r[1]
+    glast = int(g_sizes[-1])
+    lanes = min(LANES, glast) if g_in[-1] == 1 and r_in[-1] != 1 and glast > 1 else 1
+    blocks = layout.groups // glast * -(-glast // lanes)
+    chunks = 1
+    if blocks < MIN_TASKS:
+        chunks = max(1, min(-(-MIN_TASKS // blocks), layout.count // MIN_CHUNK))
+    return lanes, chunks
+
+
+@dataclass(frozen=True, eq=False)
+class ReducePlan:
+    """One REDUCE / ARGMIN / ARGMAX: a kernel writes one float64 or uint64 (and index) per
+    group, which is finished and stored through the output tensor's strides."""
+
+    x: Tensor
+    y: Tensor
+    layout: Layout
+    lanes: int
+    chunks: int
+    function: RF
+    backward: bool
+
+    @classmethod
+    def build(cls, v: SimpleNamespace, function: RF, backward: bool = False) -> ReducePlan:
+        x, y = v.InputTensor, v.OutputTensor
+        layout = Layout.build(x.sizes, v.Axes, [x.strides])
+        return cls(x, y, layout, *_cut(layout), function, backward)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from . import kernels
+
+        lay, x, fn = self.layout, self.x, self.function
+        shape = (lay.g[0], lay.g[1], lay.r[0], lay.r[1], self.lanes, self.chunks)
+        region = regions["InputTensor"]
+        if fn in EXTREMES:
+            minimum, index = EXTREMES[fn]
+            bits = 8 * x.element_size
+            mask = (1 << bits) - 1
+            kind = FLOAT if x.data_type in (FLOAT32, FLOAT16) else \
+                SIGNED if x.data_type in SIGNED_TYPES else UNSIGNED
+            inf = {FLOAT32: 0x7F800000, FLOAT16: 0x7C00}.get(x.data_type, 0)
+            out_index = np.empty(lay.groups, np.int64)
+            out_bits = np.empty(lay.groups, np.uint64)
+            kernels.reduce_keys(typed_view(region, _unsigned(x)), *shape, kind,
+                                np.uint64(1 << (bits - 1)), np.uint64(mask), np.uint64(inf),
+                                np.uint64(mask if minimum else 0), index, self.backward,
+                                out_index, out_bits)
+            result = out_index if index else out_bits.astype(_unsigned(x)).view(x.dtype)
+        elif x.data_type in (FLOAT32, FLOAT16):
+            op, finish = ARITHMETIC[fn]
+            shift = np.zeros(lay.groups)
+            acc = np.empty(lay.groups)
+            xv = float_view(region, x.element_size)
+            if op == EXP:  # the largest element first (NaN skipped; -inf if none)
+                kernels.reduce_float(xv, *shape, MAXIMUM, shift, acc)
+                shift = np.where(np.isfinite(acc), acc, 0.0)
+            kernels.reduce_float(xv, *shape, op, shift, acc)
+            with np.errstate(all="ignore"):
+                if finish == "mean":
+                    acc = acc / lay.count
+                elif finish == "sqrt":
+                    acc = np.sqrt(acc)
+                elif finish == "log":
+                    acc = np.log(acc) + shift
+            with np.errstate(over="ignore"):  # beyond the type's range: ±inf
+                result = acc.astype(x.dtype)
+        else:
+            op, _ = ARITHMETIC[fn]
+            sign = 1 << (8 * x.element_size - 1) if x.data_type in SIGNED_TYPES else 0
+            acc = np.empty(lay.groups, np.uint64)
+            kernels.reduce_int(typed_view(region, _unsigned(x)), *shape, op, np.uint64(sign),
+                               acc)
+            result = acc.astype(_unsigned(x)).view(x.dtype)
+        y = self.y
+        y.view(regions["OutputTensor"])[...] = result.astype(y.dtype).reshape(y.sizes)
+
+
+@dataclass(frozen=True, eq=False)
+class ScanPlan:
+    """CUMULATIVE_SUMMATION / CUMULATIVE_PRODUCT: every line along Axis, in parallel."""
+
+    x: Tensor
+    layout: Layout
+    lanes: int
+    product: bool
+    exclusive: bool
+    backward: bool
+
+    @classmethod
+    def build(cls, v: SimpleNamespace, product: bool, exclusive: bool) -> ScanPlan:
+        x, y = v.InputTensor, v.OutputTensor
+        layout = Layout.build(x.sizes, [v.Axis], [x.strides, y.strides])
+        g_sizes, g_in, g_out = layout.g
+        glast = int(g_sizes[-1])
+        lanes = min(LANES, glast) if g_in[-1] == 1 and g_out[-1] == 1 and glast > 1 else 1
+        return cls(x, layout, lanes, product, exclusive, v.AxisDirection == DECREASING)
+
+    def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from . import kernels
+
+        x, lay = self.x, self.layout
+        _, r_in, r_out = lay.r  # one dimension (size 1, stride 0, where Axis has size 1)
+        args = (lay.g[0], lay.g[1], lay.g[2], lay.count, int(r_in[0]), int(r_out[0]),
+                self.product, self.exclusive, self.backward, self.lanes)
+        if x.data_type in (FLOAT32, FLOAT16):
+            kernels.scan_float(float_view(regions["InputTensor"], x.element_size),
+                               float_view(regions["OutputTensor"], x.element_size), *args)
+        else:
+            kernels.scan_int(typed_view(regions["InputTensor"], _unsigned(x)),
+                             typed_view(regions["OutputTensor"], _unsigned(x)), *args)
+
+
+# --- references: the pages' formulas, plainly ------------------------------------------------
+
+
+def _grouped(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """x with the reduced axes moved last and flattened (row-major): (..., N)."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    return moved.reshape(*[x.shape[d] for d in kept], -1)
+
+
+def _back(r: np.ndarray, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """A per-group result back in the input's rank, reduced axes of size 1."""
+    return r.reshape([1 if d in axes else n for d, n in enumerate(x.shape)])
+
+
+def extreme_index(g: np.ndarray, minimum: bool, last: bool, signed_zero: bool) -> np.ndarray:
+    """The index of the smallest/largest of each row of ``g`` (..., N): NaN skipped (a row of
+    NaN: 0, or N-1 when ``last``), ties the first (``last``: the last); ``signed_zero``: -0 is
+    below +0."""
+    n = g.shape[-1]
+    if g.dtype.kind == "f":
+        nan = np.isnan(g)
+        v = g.astype(np.float64)
+        if signed_zero:  # -0 below +0: nudge them apart by less than any other gap
+            v = np.where(v == 0, np.where(np.signbit(v), -1e-320, 1e-320), v)
+        v = np.where(nan, np.inf if minimum else -np.inf, v)
+        best = v.min(axis=-1, keepdims=True) if minimum else v.max(axis=-1, keepdims=True)
+        hit = (v == best) & ~nan
+        hit = np.where(hit.any(axis=-1, keepdims=True), hit, True)  # a row of NaN
+    else:
+        best = g.min(axis=-1, keepdims=True) if minimum else g.max(axis=-1, keepdims=True)
+        hit = g == best
+    if last:
+        return n - 1 - np.argmax(hit[..., ::-1], axis=-1)
+    return np.argmax(hit, axis=-1)
+
+
+@ieee_reference
+def reduce_values(x: np.ndarray, axes: tuple[int, ...], fn: RF, last: bool = False
+                  ) -> np.ndarray:
+    """REDUCE's functions as the enum page writes them (float64 for floats; integers modulo
+    2**width), the reduced axes kept with size 1."""
+    g = _grouped(x, axes)
+    if fn in EXTREMES:
+        minimum, index = EXTREMES[fn]
+        i = extreme_index(g, minimum, last, signed_zero=not index)
+        return _back(i if index else np.take_along_axis(g, i[..., None], -1), x, axes)
+    if x.dtype.kind != "f":
+        u = g.astype(np.uint64)  # two's complement bits, sign-extended: the same low bits
+        if fn == RF.DML_REDUCE_FUNCTION_L1:
+            u = np.where(g < 0, np.uint64(0) - u, u)
+        elif fn == RF.DML_REDUCE_FUNCTION_SUM_SQUARE:
+            u = u * u
+        r = np.prod(u, axis=-1) if fn == RF.DML_REDUCE_FUNCTION_MULTIPLY else u.sum(axis=-1)
+        return _back(r.astype(x.dtype), x, axes)
+    v = g.astype(np.float64)
+    if fn == RF.DML_REDUCE_FUNCTION_SUM:
+        r = v.sum(axis=-1)
+    elif fn == RF.DML_REDUCE_FUNCTION_AVERAGE:
+        r = v.sum(axis=-1) / v.shape[-1]
+    elif fn == RF.DML_REDUCE_FUNCTION_MULTIPLY:
+        r = np.prod(v, axis=-1)
+    elif fn == RF.DML_REDUCE_FUNCTION_L1:
+        r = np.abs(v).sum(axis=-1)
+    elif fn == RF.DML_REDUCE_FUNCTION_L2:
+        r = np.sqrt((v * v).sum(axis=-1))
+    elif fn == RF.DML_REDUCE_FUNCTION_SUM_SQUARE:
+        r = (v * v).sum(axis=-1)
+    elif fn == RF.DML_REDUCE_FUNCTION_LOG_SUM:
+        r = np.log(v.sum(axis=-1))
+    else:  # LOG_SUM_EXP: the largest element (NaN skipped) taken out first
+        m = np.where(np.isnan(v), -np.inf, v).max(axis=-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        r = np.log(np.exp(v - m).sum(axis=-1)) + m[..., 0]
+    return _back(r, x, axes)
+
+
+def reduce_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                     ) -> dict[str, np.ndarray]:
+    y = reduce_values(inputs["InputTensor"], tuple(sorted(set(v.Axes))), v.Function)
+    with np.errstate(over="ignore"):
+        return {"OutputTensor": y.astype(v.OutputTensor.dtype)}
+
+
+def arg_reference(function: RF):
+    def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                  ) -> dict[str, np.ndarray]:
+        y = reduce_values(inputs["InputTensor"], tuple(sorted(set(v.Axes))), function,
+                          last=v.AxisDirection == DECREASING)
+        return {"OutputTensor": y.astype(v.OutputTensor.dtype)}
+    return reference
+
+
+def scan_reference(product: bool):
+    @ieee_reference
+    def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                  ) -> dict[str, np.ndarray]:
+        x = inputs["InputTensor"]
+        backward = v.AxisDirection == DECREASING
+        exclusive = v.HasExclusiveProduct if product else v.HasExclusiveSum
+        a = np.flip(x, v.Axis) if backward else x
+        a = a.astype(np.float64) if x.dtype.kind == "f" else a.astype(np.uint64)
+        if exclusive:  # the running total before each element: shift in the identity
+            pad = np.ones_like(np.take(a, [0], axis=v.Axis)) if product else \
+                np.zeros_like(np.take(a, [0], axis=v.Axis))
+            a = np.concatenate([pad, np.delete(a, -1, axis=v.Axis)], axis=v.Axis)
+        r = np.cumprod(a, axis=v.Axis) if product else np.cumsum(a, axis=v.Axis)
+        if backward:
+            r = np.flip(r, v.Axis)
+        with np.errstate(over="ignore"):
+            return {"OutputTensor": r.astype(x.dtype)}
+    return reference
+
+
+def _reduce_plan(v: SimpleNamespace) -> ReducePlan:
+    return ReducePlan.build(v, v.Function)
+
+
+def _arg_plan(function: RF):
+    def plan(v: SimpleNamespace) -> ReducePlan:
+        return ReducePlan.build(v, function, v.AxisDirection == DECREASING)
+    return plan
+
+
+ROWS = (
+    Row(OP.DML_OPERATOR_REDUCE, _reduce_plan, reduce_reference, TEN_TYPES),
+    Row(OP.DML_OPERATOR_ARGMIN, _arg_plan(RF.DML_REDUCE_FUNCTION_ARGMIN),
+        arg_reference(RF.DML_REDUCE_FUNCTION_ARGMIN), TEN_TYPES),
+    Row(OP.DML_OPERATOR_ARGMAX, _arg_plan(RF.DML_REDUCE_FUNCTION_ARGMAX),
+        arg_reference(RF.DML_REDUCE_FUNCTION_ARGMAX), TEN_TYPES),
+    Row(OP.DML_OPERATOR_CUMULATIVE_SUMMATION,
+        lambda v: ScanPlan.build(v, False, bool(v.HasExclusiveSum)), scan_reference(False),
+        TEN_TYPES),
+    Row(OP.DML_OPERATOR_CUMULATIVE_PRODUCT,
+        lambda v: ScanPlan.build(v, True, bool(v.HasExclusiveProduct)), scan_reference(True),
+        TEN_TYPES),
+)
