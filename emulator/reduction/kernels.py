@@ -25,8 +25,8 @@ Three folds:
   flipped, so that it is a maximum too). A NaN's key is 0, below every number's, so a NaN never
   wins; a group of NaNs gives its first (last, DECREASING) element.
 
-``scan_float`` / ``scan_int``: the cumulative operators along one axis, lines in parallel,
-float64 (integers: modulo 2**64) running totals, each output rounded once.
+``scan``: the cumulative operators along one axis, blocks of lines in parallel, float64
+(integers: modulo 2**64) running totals, each output rounded once.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from ..kernels.floats import load64, store, store_int
 from ..kernels.index import offsets4
@@ -43,6 +45,8 @@ from ..kernels.jit import helper, inline, kernel, prange, reduction
 SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
 # reduce_keys kinds
 UNSIGNED, SIGNED, FLOAT = 0, 1, 2
+
+SEGMENT = 512  # elements whose largest key is found at once, before the index is searched
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -156,9 +160,7 @@ def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part
                  task):  # pragma: no cover
     """One task of reduce_float: its block of groups over its chunk of elements, into part."""
     count = _count(r_sizes)
-    last = g_sizes.shape[0] - 1
-    glast = g_sizes[last]
-    gstep = np.uint64(g_in[last])
+    glast = g_sizes[g_sizes.shape[0] - 1]
     inner = r_sizes[r_sizes.shape[0] - 1]
     rstep = np.uint64(r_in[r_in.shape[0] - 1])
     lead = r_sizes[: r_sizes.shape[0] - 1]
@@ -180,17 +182,18 @@ def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part
             e += n
         part[g0, c] = acc
         return
+    # Columns: the block's groups are neighbours in memory (unit stride, the plan's rule).
     acc_l = np.full(width, _identity(op))
     if op == SUM:
         for e in range(lo, hi):
             b = base + _offset(e, r_sizes, r_in)
             for t in range(width):
-                acc_l[t] += load64(x, b + np.uint64(t) * gstep)
+                acc_l[t] += load64(x, b + np.uint64(t))
     else:
         for e in range(lo, hi):
             b = base + _offset(e, r_sizes, r_in)
             for t in range(width):
-                acc_l[t] = _fold(acc_l[t], _term(load64(x, b + np.uint64(t) * gstep), op,
+                acc_l[t] = _fold(acc_l[t], _term(load64(x, b + np.uint64(t)), op,
                                                  shift[g0 + t]), op)
     for t in range(width):
         part[g0 + t, c] = acc_l[t]
@@ -254,9 +257,7 @@ def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
     """out[g] = the sum (of x, x*x, |x|) or product of group g's elements modulo 2**64."""
     groups = _count(g_sizes)
     count = _count(r_sizes)
-    last = g_sizes.shape[0] - 1
-    glast = g_sizes[last]
-    gstep = np.uint64(g_in[last])
+    glast = g_sizes[g_sizes.shape[0] - 1]
     inner = r_sizes[r_sizes.shape[0] - 1]
     rstep = np.uint64(r_in[r_in.shape[0] - 1])
     lead = r_sizes[: r_sizes.shape[0] - 1]
@@ -285,10 +286,10 @@ def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
                 b = base + _offset(e, r_sizes, r_in)
                 if op == PRODUCT:
                     for t in range(width):
-                        acc_l[t] *= np.uint64(x[b + np.uint64(t) * gstep])
+                        acc_l[t] *= np.uint64(x[b + np.uint64(t)])
                 else:
                     for t in range(width):
-                        acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t) * gstep]), op, sign)
+                        acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t)]), op, sign)
             for t in range(width):
                 part[g0 + t, c] = acc_l[t]
     for g in prange(groups):
@@ -304,205 +305,270 @@ def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
 @inline
 def _key(u, kind, top, mask, inf, flip, canon):  # pragma: no cover
     """The order-preserving key of an element's bits ``u`` (``top``: the sign bit, ``mask``:
-    every bit of the width, ``inf``: +inf's bits); 0 for a NaN; ``canon``: -0 keyed as +0."""
+    every bit of the width, ``inf``: +inf's bits); 0 for a NaN; ``canon``: -0 keyed as +0.
+    Selects only, so a loop over elements vectorises."""
     if kind == FLOAT:
         a = u & (mask ^ top)
-        if a > inf:
-            return U0
-        if canon and a == U0:
-            u = U0
-        k = (u ^ mask) if (u & top) != U0 else (u | top)
-    elif kind == SIGNED:
-        k = u ^ top
-    else:
-        k = u
-    return k ^ flip
+        k = u ^ (mask if (u & top) != U0 else top)
+        k = top if (canon and a == U0) else k
+        return (k ^ flip) if a <= inf else U0
+    if kind == SIGNED:
+        return (u ^ top) ^ flip
+    return u ^ flip
+
+
+@inline
+def _bits(k, kind, top, mask, flip):  # pragma: no cover
+    """The element's bits of a key (not 0: a NaN's)."""
+    k = k ^ flip
+    if kind == FLOAT:
+        return k ^ (top if (k & top) != U0 else mask)
+    if kind == SIGNED:
+        return k ^ top
+    return k
+
+
+def _narrow(x, v):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_narrow, inline="always")
+def _narrow_overload(x, v):  # pragma: no cover - typing
+    """``v`` as ``x``'s element type: Numba widens bitwise operations to 64 bits, and a key
+    kept at the element's width vectorises with 2 to 8 times the lanes."""
+    dt = x.dtype
+    return lambda x, v: dt(v)
 
 
 @helper
 def _key_max(x, base, step, n, kind, top, mask, inf, flip, canon):  # pragma: no cover
-    m = U0
-    for j in range(n):
-        k = _key(np.uint64(x[base + j * step]), kind, top, mask, inf, flip, canon)
-        if k > m:
-            m = k
-    return m
+    """The largest key of a row, computed at the element's width (the branch on the kind
+    outside the loops, so each vectorises)."""
+    top_n = _narrow(x, top)
+    mask_n = _narrow(x, mask)
+    flip_n = _narrow(x, flip)
+    m = _narrow(x, U0)
+    if kind == FLOAT:
+        low = _narrow(x, mask ^ top)
+        inf_n = _narrow(x, inf)
+        zero = _narrow(x, top ^ flip if canon else U0)  # -0's key when keyed as +0
+        none = _narrow(x, U0)
+        if step == 1:  # (contiguous loads; a strided loop would gather)
+            for j in range(n):
+                u = x[base + j]
+                a = _narrow(x, u & low)
+                k = _narrow(x, _narrow(x, u ^ (mask_n if (u & top_n) != none else top_n)) ^
+                            flip_n)
+                k = zero if (canon and a == none) else k
+                m = max(m, k if a <= inf_n else none)
+        else:
+            for j in range(n):
+                u = x[base + j * step]
+                a = _narrow(x, u & low)
+                k = _narrow(x, _narrow(x, u ^ (mask_n if (u & top_n) != none else top_n)) ^
+                            flip_n)
+                k = zero if (canon and a == none) else k
+                m = max(m, k if a <= inf_n else none)
+    elif kind == SIGNED:
+        for j in range(n):
+            m = max(m, _narrow(x, _narrow(x, x[base + j * step] ^ top_n) ^ flip_n))
+    else:
+        for j in range(n):
+            m = max(m, _narrow(x, x[base + j * step] ^ flip_n))
+    return np.uint64(m)
 
 
 @helper
-def _key_find(x, base, step, n, target, backward, kind, top, mask, inf, flip,
-              canon):  # pragma: no cover
-    """The first (``backward``: last) j < n whose key is ``target``; -1 if none."""
+def _find(x, base, step, n, target, either_zero, low, backward):  # pragma: no cover
+    """The first (``backward``: last) j < n holding the bits ``target`` (``either_zero``: any
+    zero, -0 or +0, under the magnitude mask ``low``); -1 if none."""
     if backward:
         for k in range(n):
             j = n - 1 - k
-            if _key(np.uint64(x[base + np.uint64(j) * step]), kind, top, mask, inf, flip,
-                    canon) == target:
+            u = np.uint64(x[base + np.uint64(j) * step])
+            if u == target or (either_zero and (u & low) == U0):
                 return j
     else:
         for j in range(n):
-            if _key(np.uint64(x[base + np.uint64(j) * step]), kind, top, mask, inf, flip,
-                    canon) == target:
+            u = np.uint64(x[base + np.uint64(j) * step])
+            if u == target or (either_zero and (u & low) == U0):
                 return j
     return -1
 
 
-@kernel
-def reduce_keys(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
-                canon, backward, out_index, out_bits):  # pragma: no cover
-    """For every group, the element of largest key: its flat number in the group
-    (``out_index``; ties: the first, ``backward``: the last) and its bits (``out_bits``)."""
-    groups = _count(g_sizes)
+@helper
+def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
+                canon, backward, index, part_k, part_i, task):  # pragma: no cover
+    """One task of reduce_keys: the largest key of each group of its block over its chunk, and
+    (``index``) the position of its first (``backward``: last) holder."""
     count = _count(r_sizes)
-    last = g_sizes.shape[0] - 1
-    glast = g_sizes[last]
-    gstep = np.uint64(g_in[last])
+    glast = g_sizes[g_sizes.shape[0] - 1]
     inner = r_sizes[r_sizes.shape[0] - 1]
     rstep = np.uint64(r_in[r_in.shape[0] - 1])
     lead = r_sizes[: r_sizes.shape[0] - 1]
-    part_k = np.empty((groups, chunks), np.uint64)
-    part_i = np.empty((groups, chunks), np.int64)
-    for task in prange(_tasks(groups, chunks, lanes, glast)):
-        g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
-        c = task % chunks
-        gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
-        base = np.uint64(gi)
-        if lanes == 1:
-            best = U0
-            e = lo
-            while e < hi:
-                row = e // inner
-                j = e - row * inner
-                n = min(inner - j, hi - e)
-                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
-                m = _key_max(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
-                             np.uint64(n), kind, top, mask, inf, flip, canon)
-                if m > best:
-                    best = m
-                e += n
-            # The first (last) element holding the best key, row by row from the chunk's start
-            # (end).
-            found = lo
-            e = hi if backward else lo
-            while (e > lo) if backward else (e < hi):
-                if backward:
-                    row = (e - 1) // inner
-                    j = max(row * inner, lo) - row * inner
-                    n = (e - 1) - row * inner + 1 - j
-                    start = e - n
-                else:
-                    row = e // inner
-                    j = e - row * inner
-                    n = min(inner - j, hi - e)
-                    start = e
-                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
-                k = _key_find(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep, n, best,
-                              backward, kind, top, mask, inf, flip, canon)
-                if k >= 0:
-                    found = start + k
-                    break
-                e = start if backward else e + n
-            part_k[g0, c] = best
-            part_i[g0, c] = found
-        else:
-            bk = np.zeros(width, np.uint64)
-            bi = np.full(width, lo, np.int64)
-            for e in range(lo, hi):
-                b = base + _offset(e, r_sizes, r_in)
-                if backward:
-                    for t in range(width):
-                        k = _key(np.uint64(x[b + np.uint64(t) * gstep]), kind, top, mask, inf,
-                                 flip, canon)
-                        if k >= bk[t]:
-                            bk[t] = k
-                            bi[t] = e
-                else:
-                    for t in range(width):
-                        k = _key(np.uint64(x[b + np.uint64(t) * gstep]), kind, top, mask, inf,
-                                 flip, canon)
-                        if k > bk[t]:
-                            bk[t] = k
-                            bi[t] = e
+    g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
+    c = task % chunks
+    gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
+    base = np.uint64(gi)
+    if lanes == 1:
+        # Segments of at most SEGMENT elements: the largest key of each (a loop that
+        # vectorises), and the first (backward: last) segment holding the largest, where the
+        # index is then searched.
+        best = U0
+        seg_base = base
+        seg_start = lo
+        seg_n = np.int64(0)
+        e = lo
+        while e < hi:
+            row = e // inner
+            j = e - row * inner
+            n = min(inner - j, hi - e, SEGMENT)
+            ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
+            b = base + np.uint64(ro) + np.uint64(j) * rstep
+            m = _key_max(x, b, rstep, np.uint64(n), kind, top, mask, inf, flip, canon)
+            if m > best or (backward and m == best) or seg_n == 0:
+                best = m
+                seg_base = b
+                seg_start = e
+                seg_n = n
+            e += n
+        part_k[g0, c] = best
+        if not index:
+            return
+        found = seg_start + seg_n - 1 if backward else seg_start  # also: no number (all NaN)
+        if best != U0 or kind != FLOAT:
+            target = _bits(best, kind, top, mask, flip)
+            either_zero = kind == FLOAT and canon and (target & (mask ^ top)) == U0
+            found = seg_start + _find(x, seg_base, rstep, seg_n, target, either_zero,
+                                      mask ^ top, backward)
+        part_i[g0, c] = found
+        return
+    # Columns: the block's groups are neighbours in memory (unit stride, the plan's rule).
+    bk = np.zeros(width, np.uint64)
+    bi = np.full(width, lo, np.int64)
+    for e in range(lo, hi):
+        b = base + _offset(e, r_sizes, r_in)
+        if not index:
             for t in range(width):
-                part_k[g0 + t, c] = bk[t]
-                part_i[g0 + t, c] = bi[t]
-    per = (count + chunks - 1) // chunks
+                bk[t] = max(bk[t], _key(np.uint64(x[b + np.uint64(t)]), kind, top, mask, inf,
+                                        flip, canon))
+        else:
+            for t in range(width):
+                k = _key(np.uint64(x[b + np.uint64(t)]), kind, top, mask, inf, flip, canon)
+                better = (k >= bk[t]) if backward else (k > bk[t])
+                bi[t] = e if better else bi[t]
+                bk[t] = k if better else bk[t]
+    for t in range(width):
+        part_k[g0 + t, c] = bk[t]
+        part_i[g0 + t, c] = bi[t]
+
+
+@kernel
+def reduce_keys(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
+                canon, backward, index, out_index, out_bits):  # pragma: no cover
+    """For every group, the element of largest key: its bits (``out_bits``) and, with ``index``,
+    its flat number in the group (``out_index``; ties: the first, ``backward``: the last). A
+    group without a number (all NaN) gives its first element (``backward``: its last)."""
+    groups = _count(g_sizes)
+    count = _count(r_sizes)
+    part_k = np.zeros((groups, chunks), np.uint64)
+    part_i = np.zeros((groups, chunks), np.int64)
+    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
+    for task in prange(tasks):
+        _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
+                    canon, backward, index, part_k, part_i, task)
     for g in prange(groups):
-        best = part_k[g, 0]
-        found = part_i[g, 0]
-        for c in range(1, chunks):
-            if c * per >= count:  # an empty chunk
-                break
-            k = part_k[g, c]
-            if k > best or (backward and k == best):
-                best = k
-                found = part_i[g, c]
-        out_index[g] = found
+        _keys_finish(x, g_sizes, g_in, r_sizes, r_in, chunks, count, kind, top, mask, flip,
+                     backward, index, part_k, part_i, out_index, out_bits, g)
+
+
+@helper
+def _keys_finish(x, g_sizes, g_in, r_sizes, r_in, chunks, count, kind, top, mask, flip,
+                 backward, index, part_k, part_i, out_index, out_bits, g):  # pragma: no cover
+    per = (count + chunks - 1) // chunks
+    best = part_k[g, 0]
+    found = part_i[g, 0]
+    for c in range(1, chunks):
+        if c * per >= count:  # an empty chunk
+            break
+        k = part_k[g, c]
+        if k > best or (backward and k == best):
+            best = k
+            found = part_i[g, c]
+    if best != U0 or kind != FLOAT:
+        out_bits[g] = _bits(best, kind, top, mask, flip)
+    else:  # no number in the group
+        found = count - 1 if backward else 0
         gi, _, _, _ = offsets4(g, g_sizes, g_in, g_in, g_in, g_in)
         out_bits[g] = np.uint64(x[np.uint64(gi) + _offset(found, r_sizes, r_in)])
+    out_index[g] = found
 
 
 # -- cumulative ------------------------------------------------------------------------------
 
 
+@inline
+def _step(acc, v, product):  # pragma: no cover
+    return acc * v if product else acc + v
+
+
+@helper
+def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, backward,
+                start):  # pragma: no cover
+    """``width`` lines (first at gx0/gy0, the next ``gx``/``gy`` further) advancing together,
+    one element of each per step; each output the running total before (``exclusive``) or
+    after its element. The accumulators' type is ``start``'s (float64, or uint64 wrapping)."""
+    acc = np.full(width, start)
+    for k in range(n):
+        j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+        bx = gx0 + j * xs
+        by = gy0 + j * ys
+        for t in range(width):
+            a = acc[t]
+            v = _load(x, bx + np.uint64(t) * gx, start)
+            new = a * v if product else a + v
+            _put(y, by + np.uint64(t) * gy, a if exclusive else new, start)
+            acc[t] = new
+
+
+def _load(x, i, like):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+def _put(y, i, v, like):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_load, inline="always")
+def _load_overload(x, i, like):  # pragma: no cover - typing
+    if isinstance(like, types.Float):
+        return lambda x, i, like: load64(x, i)
+    return lambda x, i, like: np.uint64(x[i])
+
+
+@overload(_put, inline="always")
+def _put_overload(y, i, v, like):  # pragma: no cover - typing
+    if isinstance(like, types.Float):
+        return lambda y, i, v, like: store(y, i, v)
+    return lambda y, i, v, like: store_int(y, i, v)
+
+
 @kernel
-def scan_float(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward,
-               lanes):  # pragma: no cover
+def scan(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward, lanes,
+         start):  # pragma: no cover
     """Running sums (products) along a line of ``n`` elements (strides ``xs``, ``ys``) for every
-    line, in float64, each output rounded once; ``lanes`` neighbouring lines advance together
-    where they are neighbours in memory."""
+    line: FLOAT32/FLOAT16 in float64 (``start`` a float), each output rounded once; 32/64-bit
+    integers as their unsigned bits modulo 2**64 (``start`` a uint64), stored truncated, which
+    is the wrapped result at the type's width. ``lanes`` lines advance together: neighbours in
+    memory, or lines a row apart (several running totals in flight hide the add's latency)."""
     lines = _count(g_sizes)
     last = g_sizes.shape[0] - 1
     glast = g_sizes[last]
-    gx = np.uint64(g_in[last])
-    gy = np.uint64(g_out[last])
     per_line = (glast + lanes - 1) // lanes
-    start = 1.0 if product else 0.0
     for task in prange((lines // glast) * per_line):
         line = task // per_line
         t0 = (task - line * per_line) * lanes
-        width = min(lanes, glast - t0)
         gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
-        acc = np.full(width, start)
-        for k in range(n):
-            j = np.uint64(n - 1 - k) if backward else np.uint64(k)
-            bx = np.uint64(gi) + j * np.uint64(xs)
-            by = np.uint64(go) + j * np.uint64(ys)
-            for t in range(width):
-                v = load64(x, bx + np.uint64(t) * gx)
-                if exclusive:
-                    store(y, by + np.uint64(t) * gy, acc[t])
-                acc[t] = acc[t] * v if product else acc[t] + v
-                if not exclusive:
-                    store(y, by + np.uint64(t) * gy, acc[t])
-
-
-@kernel
-def scan_int(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward,
-             lanes):  # pragma: no cover
-    """scan_float for 32/64-bit integers (their unsigned bits): modulo 2**64, stored
-    truncated, which is the wrapped result at the type's width."""
-    lines = _count(g_sizes)
-    last = g_sizes.shape[0] - 1
-    glast = g_sizes[last]
-    gx = np.uint64(g_in[last])
-    gy = np.uint64(g_out[last])
-    per_line = (glast + lanes - 1) // lanes
-    start = U1 if product else U0
-    for task in prange((lines // glast) * per_line):
-        line = task // per_line
-        t0 = (task - line * per_line) * lanes
-        width = min(lanes, glast - t0)
-        gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
-        acc = np.full(width, start)
-        for k in range(n):
-            j = np.uint64(n - 1 - k) if backward else np.uint64(k)
-            bx = np.uint64(gi) + j * np.uint64(xs)
-            by = np.uint64(go) + j * np.uint64(ys)
-            for t in range(width):
-                v = np.uint64(x[bx + np.uint64(t) * gx])
-                if exclusive:
-                    store_int(y, by + np.uint64(t) * gy, acc[t])
-                acc[t] = acc[t] * v if product else acc[t] + v
-                if not exclusive:
-                    store_int(y, by + np.uint64(t) * gy, acc[t])
+        _scan_block(x, y, np.uint64(gi), np.uint64(go), np.uint64(g_in[last]),
+                    np.uint64(g_out[last]), min(lanes, glast - t0), n, np.uint64(xs),
+                    np.uint64(ys), product, exclusive, backward, start)

@@ -62,6 +62,7 @@ SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
 UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
 LANES = 64  # groups advancing together in the columns mode
+SCAN_LINES = 8  # lines a row apart scanned together
 MIN_TASKS = 64  # cut groups' elements into chunks until there are this many tasks
 MIN_CHUNK = 4096  # ... but never into chunks shorter than this
 
@@ -134,7 +135,7 @@ class ReducePlan:
             out_bits = np.empty(lay.groups, np.uint64)
             kernels.reduce_keys(typed_view(region, _unsigned(x)), *shape, kind,
                                 np.uint64(1 << (bits - 1)), np.uint64(mask), np.uint64(inf),
-                                np.uint64(mask if minimum else 0), index, self.backward,
+                                np.uint64(mask if minimum else 0), index, self.backward, index,
                                 out_index, out_bits)
             result = out_index if index else out_bits.astype(_unsigned(x)).view(x.dtype)
         elif x.data_type in (FLOAT32, FLOAT16):
@@ -182,8 +183,10 @@ class ScanPlan:
         x, y = v.InputTensor, v.OutputTensor
         layout = Layout.build(x.sizes, [v.Axis], [x.strides, y.strides])
         g_sizes, g_in, g_out = layout.g
-        glast = int(g_sizes[-1])
-        lanes = min(LANES, glast) if g_in[-1] == 1 and g_out[-1] == 1 and glast > 1 else 1
+        # Neighbouring lines advance together (a loop across them that vectorises), else
+        # SCAN_LINES lines a row apart (running totals in flight together).
+        neighbours = g_in[-1] == 1 and g_out[-1] == 1
+        lanes = min(LANES if neighbours else SCAN_LINES, int(g_sizes[-1]))
         return cls(x, layout, lanes, product, exclusive, v.AxisDirection == DECREASING)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
@@ -194,11 +197,13 @@ class ScanPlan:
         args = (lay.g[0], lay.g[1], lay.g[2], lay.count, int(r_in[0]), int(r_out[0]),
                 self.product, self.exclusive, self.backward, self.lanes)
         if x.data_type in (FLOAT32, FLOAT16):
-            kernels.scan_float(float_view(regions["InputTensor"], x.element_size),
-                               float_view(regions["OutputTensor"], x.element_size), *args)
+            kernels.scan(float_view(regions["InputTensor"], x.element_size),
+                         float_view(regions["OutputTensor"], x.element_size), *args,
+                         1.0 if self.product else 0.0)
         else:
-            kernels.scan_int(typed_view(regions["InputTensor"], _unsigned(x)),
-                             typed_view(regions["OutputTensor"], _unsigned(x)), *args)
+            kernels.scan(typed_view(regions["InputTensor"], _unsigned(x)),
+                         typed_view(regions["OutputTensor"], _unsigned(x)), *args,
+                         np.uint64(1 if self.product else 0))
 
 
 # --- references: the pages' formulas, plainly ------------------------------------------------
