@@ -215,7 +215,8 @@ SHAPES = [  # (shape, axes, the cut the plan takes)
     ((3, 70000), [1], "chunks"),  # few long groups: cut into chunks
     ((70001,), [0], "chunks"),
     ((5, 9000, 3), [1], "chunks+columns"),
-    ((300, 70), [0], "columns"),  # neighbouring groups are neighbours in memory
+    ((300, 70), [0], "chunks+columns"),  # neighbouring groups are neighbours in memory
+    ((3, 2000), [0], "columns"),  # two blocks of groups, each three rows long
     ((6, 130, 7), [0, 1], "columns"),
     ((40, 50), [1], "rows"),
 ]

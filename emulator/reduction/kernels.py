@@ -187,15 +187,15 @@ def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part
     if op == SUM:
         for e in range(lo, hi):
             b = base + _offset(e, r_sizes, r_in)
-            for t in range(width):
+            for t in range(np.uint64(width)):
                 acc_l[t] += load64(x, b + np.uint64(t))
     else:
         for e in range(lo, hi):
             b = base + _offset(e, r_sizes, r_in)
-            for t in range(width):
+            for t in range(np.uint64(width)):
                 acc_l[t] = _fold(acc_l[t], _term(load64(x, b + np.uint64(t)), op,
                                                  shift[g0 + t]), op)
-    for t in range(width):
+    for t in range(np.uint64(width)):
         part[g0 + t, c] = acc_l[t]
 
 
@@ -285,12 +285,12 @@ def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
             for e in range(lo, hi):
                 b = base + _offset(e, r_sizes, r_in)
                 if op == PRODUCT:
-                    for t in range(width):
+                    for t in range(np.uint64(width)):
                         acc_l[t] *= np.uint64(x[b + np.uint64(t)])
                 else:
-                    for t in range(width):
+                    for t in range(np.uint64(width)):
                         acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t)]), op, sign)
-            for t in range(width):
+            for t in range(np.uint64(width)):
                 part[g0 + t, c] = acc_l[t]
     for g in prange(groups):
         acc = part[g, 0]
@@ -449,16 +449,16 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
     for e in range(lo, hi):
         b = base + _offset(e, r_sizes, r_in)
         if not index:
-            for t in range(width):
+            for t in range(np.uint64(width)):
                 bk[t] = max(bk[t], _key(np.uint64(x[b + np.uint64(t)]), kind, top, mask, inf,
                                         flip, canon))
         else:
-            for t in range(width):
+            for t in range(np.uint64(width)):
                 k = _key(np.uint64(x[b + np.uint64(t)]), kind, top, mask, inf, flip, canon)
                 better = (k >= bk[t]) if backward else (k > bk[t])
                 bi[t] = e if better else bi[t]
                 bk[t] = k if better else bk[t]
-    for t in range(width):
+    for t in range(np.uint64(width)):
         part_k[g0 + t, c] = bk[t]
         part_i[g0 + t, c] = bi[t]
 
@@ -523,7 +523,7 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
         j = np.uint64(n - 1 - k) if backward else np.uint64(k)
         bx = gx0 + j * xs
         by = gy0 + j * ys
-        for t in range(width):
+        for t in range(np.uint64(width)):
             a = acc[t]
             v = _load(x, bx + np.uint64(t) * gx, start)
             new = a * v if product else a + v

@@ -61,7 +61,8 @@ SIGNED_TYPES = (INT64, INT32, INT16, INT8)
 SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
 UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
-LANES = 64  # groups advancing together in the columns mode
+LANES = 64  # lines advancing together in a scan's columns mode
+COLUMN_LANES = 1024  # groups advancing together in a reduction's columns mode
 SCAN_LINES = 8  # lines a row apart scanned together
 MIN_TASKS = 64  # cut groups' elements into chunks until there are this many tasks
 MIN_CHUNK = 4096  # ... but never into chunks shorter than this
@@ -87,15 +88,19 @@ def _unsigned(t: Tensor) -> str:
 
 def _cut(layout: Layout) -> tuple[int, int]:
     """(lanes, chunks) for a layout: from the shape only, so results never depend on the
-    thread count."""
+    thread count. Columns (groups that are neighbours in memory while a group's elements are
+    not): blocks of up to COLUMN_LANES groups, each reading a contiguous stretch per element.
+    Few blocks: each group's elements cut into chunks (of at least MIN_CHUNK elements of the
+    block) until there are MIN_TASKS tasks."""
     g_sizes, g_in = layout.g[0], layout.g[1]
     r_in = layout.r[1]
     glast = int(g_sizes[-1])
-    lanes = min(LANES, glast) if g_in[-1] == 1 and r_in[-1] != 1 and glast > 1 else 1
+    columns = g_in[-1] == 1 and r_in[-1] != 1 and glast > 1
+    lanes = min(COLUMN_LANES, glast) if columns else 1
     blocks = layout.groups // glast * -(-glast // lanes)
     chunks = 1
     if blocks < MIN_TASKS:
-        chunks = max(1, min(-(-MIN_TASKS // blocks), layout.count // MIN_CHUNK))
+        chunks = max(1, min(-(-MIN_TASKS // blocks), layout.count * lanes // MIN_CHUNK))
     return lanes, chunks
 
 
