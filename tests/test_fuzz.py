@@ -21,10 +21,13 @@ from emulator.activations import ACTIVATIONS
 from emulator.elementwise import ROWS
 from emulator.movement.resample import ROWS as RESAMPLE_ROWS
 from emulator.movement.table import ROWS as MOVEMENT_ROWS
+from emulator.reduction.table import EXTREMES as REDUCE_EXTREMES
+from emulator.reduction.table import ROWS as REDUCTION_ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
 from .test_movement import make_case
+from .test_reduction import make_case as reduction_case
 from .test_resample import random_fields
 from .test_special import make_case as special_case
 from .test_window import window_case
@@ -36,7 +39,8 @@ LEVELS = ["2_1", "3_0", "3_1", "4_0"]
 FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"],  # introduced at 6_3
                  "MOVEMENT": ["3_0", "4_1", "5_0", "6_4"],  # signed indices, 8-D and 64-bit bands
                  "RESAMPLING": ["2_1", "5_1", "6_2", "6_4"],  # RESAMPLE1, 1-4-D, 8-bit, RESAMPLE3
-                 "GENERATORS_WINDOWS": ["6_3", "6_4"]}  # RANDOM, NONZERO … and FOLD/UNFOLD (6_4)
+                 "GENERATORS_WINDOWS": ["6_3", "6_4"],  # RANDOM, NONZERO … and FOLD/UNFOLD (6_4)
+                 "REDUCTION": ["2_1", "3_0", "4_1", "5_0", "6_4"]}  # 4-D, 1-8-D, 64-bit bands
 
 
 def profile(request) -> str:
@@ -416,10 +420,44 @@ def gen_generators_windows(rng, rank):
         lambda v: exact
 
 
+REDUCTIONS = [row.operator for row in REDUCTION_ROWS]
+REDUCTION_TYPES = [DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                   DML_TENSOR_DATA_TYPE_INT32, DML_TENSOR_DATA_TYPE_UINT32,
+                   DML_TENSOR_DATA_TYPE_INT64, DML_TENSOR_DATA_TYPE_UINT8]
+
+
+def gen_reduction(rng, rank):
+    """REDUCE (a function the type allows), ARGMIN, ARGMAX, CUMULATIVE_SUMMATION or
+    CUMULATIVE_PRODUCT (test_reduction's generator), any layouts. Exact where the result is:
+    integers, MIN/MAX and indices; float arithmetic within 2e-3 (tests/test_reduction.py holds
+    the tight bound)."""
+    op = REDUCTIONS[int(rng.integers(0, len(REDUCTIONS)))]
+    dt = REDUCTION_TYPES[int(rng.integers(0, len(REDUCTION_TYPES)))]
+    if op in (DML_OPERATOR_TYPE.DML_OPERATOR_CUMULATIVE_SUMMATION,
+              DML_OPERATOR_TYPE.DML_OPERATOR_CUMULATIVE_PRODUCT) and dt == \
+            DML_TENSOR_DATA_TYPE_UINT8:
+        dt = DML_TENSOR_DATA_TYPE_UINT32
+    if op == DML_OPERATOR_TYPE.DML_OPERATOR_REDUCE and dt == DML_TENSOR_DATA_TYPE_UINT8:
+        dt = DML_TENSOR_DATA_TYPE_INT32  # (no arithmetic function takes 8-bit types)
+    sizes, out_dt, out_sizes, attrs, _ = reduction_case(rng, op, dt)
+    struct = OPERATOR_DESC_CLASSES[op](
+        InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
+        OutputTensor=desc(out_dt, out_sizes, layout(rng, out_sizes, False)), **attrs)
+
+    def exact(v):
+        fn = getattr(v, "Function", None)
+        return v.InputTensor.data_type not in (DML_TENSOR_DATA_TYPE_FLOAT32,
+                                               DML_TENSOR_DATA_TYPE_FLOAT16) or \
+            fn in REDUCE_EXTREMES or op in (DML_OPERATOR_TYPE.DML_OPERATOR_ARGMIN,
+                                            DML_OPERATOR_TYPE.DML_OPERATOR_ARGMAX)
+    return DML_OPERATOR_DESC(Desc=struct), exact
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
               "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
               "ELEMENT_WISE": gen_element_wise, "MOVEMENT": gen_movement,
-              "RESAMPLING": gen_resampling, "GENERATORS_WINDOWS": gen_generators_windows}
+              "RESAMPLING": gen_resampling, "GENERATORS_WINDOWS": gen_generators_windows,
+              "REDUCTION": gen_reduction}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
