@@ -50,6 +50,9 @@ SEGMENT = 512  # elements whose largest key is found at once, before the index i
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
+U2 = np.uint64(2)
+U3 = np.uint64(3)
+U4 = np.uint64(4)
 
 
 @inline
@@ -517,18 +520,64 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
                 start):  # pragma: no cover
     """``width`` lines (first at gx0/gy0, the next ``gx``/``gy`` further) advancing together,
     one element of each per step; each output the running total before (``exclusive``) or
-    after its element. The accumulators' type is ``start``'s (float64, or uint64 wrapping)."""
-    acc = np.full(width, start)
-    for k in range(n):
-        j = np.uint64(n - 1 - k) if backward else np.uint64(k)
-        bx = gx0 + j * xs
-        by = gy0 + j * ys
-        for t in range(np.uint64(width)):
-            a = acc[t]
-            v = _load(x, bx + np.uint64(t) * gx, start)
-            new = a * v if product else a + v
-            _put(y, by + np.uint64(t) * gy, a if exclusive else new, start)
-            acc[t] = new
+    after its element. The accumulators' type is ``start``'s (float64, or uint64 wrapping).
+    Neighbouring lines (unit ``gx`` and ``gy``): a loop across them that vectorises; else four
+    lines at a time in scalar registers (an accumulator kept in memory would wait on the
+    store of each output, which might alias it)."""
+    if gx == 1 and gy == 1:
+        acc = np.full(width, start)
+        for k in range(n):
+            j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+            bx = gx0 + j * xs
+            by = gy0 + j * ys
+            for t in range(np.uint64(width)):
+                a = acc[t]
+                v = _load(x, bx + t, start)
+                new = a * v if product else a + v
+                w = a if exclusive else new
+                _put(y, by + t, w, start)
+                acc[t] = new
+        return
+    t = np.uint64(0)
+    while t < width:
+        ox = gx0 + t * gx
+        oy = gy0 + t * gy
+        if t + U4 <= width:
+            a0 = a1 = a2 = a3 = start
+            for k in range(n):
+                j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+                i = ox + j * xs
+                o = oy + j * ys
+                v0 = _load(x, i, start)
+                v1 = _load(x, i + gx, start)
+                v2 = _load(x, i + U2 * gx, start)
+                v3 = _load(x, i + U3 * gx, start)
+                n0 = a0 * v0 if product else a0 + v0
+                n1 = a1 * v1 if product else a1 + v1
+                n2 = a2 * v2 if product else a2 + v2
+                n3 = a3 * v3 if product else a3 + v3
+                # (A conditional expression passed to an inlined store came out wrong in
+                # Numba: the values are statements first.)
+                w0 = a0 if exclusive else n0
+                w1 = a1 if exclusive else n1
+                w2 = a2 if exclusive else n2
+                w3 = a3 if exclusive else n3
+                _put(y, o, w0, start)
+                _put(y, o + gy, w1, start)
+                _put(y, o + U2 * gy, w2, start)
+                _put(y, o + U3 * gy, w3, start)
+                a0, a1, a2, a3 = n0, n1, n2, n3
+            t += U4
+        else:
+            a = start
+            for k in range(n):
+                j = np.uint64(n - 1 - k) if backward else np.uint64(k)
+                v = _load(x, ox + j * xs, start)
+                new = a * v if product else a + v
+                w = a if exclusive else new
+                _put(y, oy + j * ys, w, start)
+                a = new
+            t += U1
 
 
 def _load(x, i, like):  # pragma: no cover - replaced by the overload

@@ -63,7 +63,7 @@ UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
 LANES = 64  # lines advancing together in a scan's columns mode
 COLUMN_LANES = 1024  # groups advancing together in a reduction's columns mode
-SCAN_LINES = 8  # lines a row apart scanned together
+SCAN_LINES = 4  # lines a row apart scanned together (four running totals in registers)
 MIN_TASKS = 64  # cut groups' elements into chunks until there are this many tasks
 MIN_CHUNK = 4096  # ... but never into chunks shorter than this
 
