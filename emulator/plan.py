@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .resources import typed_view
+
+if TYPE_CHECKING:
+    from .reduction.layout import Layout
 
 
 def element_view(region: np.ndarray, element_size: int) -> np.ndarray:
@@ -104,13 +108,13 @@ class TopKPlan:
     def build(cls, element_size: int, key_constants: Sequence[int], k: int, axis: int,
               in_sizes: Sequence[int], in_strides: Sequence[int], val_strides: Sequence[int],
               idx_strides: Sequence[int]) -> TopKPlan:
-        def others(seq: Sequence[int]) -> list[int]:
-            return [v for d, v in enumerate(seq) if d != axis]
+        from .reduction.layout import Layout
 
-        sizes, s_in, s_val, s_idx = collapse(others(in_sizes), others(in_strides),
-                                             others(val_strides), others(idx_strides))
+        # The sequences are the reduction layout's groups (the axis is read by its strides).
+        sizes, s_in, s_val, s_idx = Layout.build(in_sizes, [axis],
+                                                 [in_strides, val_strides, idx_strides]).g
         return cls(element_size, np.asarray(key_constants, np.uint32), k, in_sizes[axis],
-                   int64s(sizes), int64s(s_in), int64s(s_val), int64s(s_idx),
+                   sizes, s_in, s_val, s_idx,
                    in_strides[axis], val_strides[axis], idx_strides[axis])
 
     @property
@@ -168,7 +172,8 @@ class MVNPlan:
     """Normalize every group (coordinates outside ``axes``); see kernels/normalization.py.
 
     ``g_*``/``a_*``: collapsed sizes and strides of the group and axis dimensions in the input,
-    output, scale and bias (zero strides where scale or bias broadcast)."""
+    output, scale and bias (zero strides where scale or bias broadcast). ``use_mean`` False
+    (MVN2's UseMean): the mean is taken as 0, so the variance is the mean of the squares."""
 
     element_size: int
     g: Layout5
@@ -181,23 +186,21 @@ class MVNPlan:
     kind: int
     p0: float
     p1: float
+    use_mean: bool
 
     @classmethod
     def build(cls, element_size: int, sizes: Sequence[int], axes: Sequence[int],
               strides: Sequence[Sequence[int]], has_scale: bool, has_bias: bool,
               normalize_variance: bool, epsilon: float, kind: int, p0: float,
-              p1: float) -> MVNPlan:
+              p1: float, use_mean: bool = True) -> MVNPlan:
         """``strides``: input, output, scale, bias (zeros for an absent tensor)."""
-        axis_set = sorted(set(axes))
-        group_dims = [d for d in range(len(sizes)) if d not in axis_set]
+        from .reduction.layout import Layout
 
-        def part(dims: list[int]) -> Layout5:
-            c = collapse([sizes[d] for d in dims], *[[s[d] for d in dims] for s in strides])
-            return int64s(c[0]), int64s(c[1]), int64s(c[2]), int64s(c[3]), int64s(c[4])
-
-        count = int(np.prod([sizes[d] for d in axis_set], dtype=np.int64))
-        return cls(element_size, part(group_dims), part(axis_set), count, has_scale, has_bias,
-                   normalize_variance, epsilon, kind, p0, p1)
+        layout = Layout.build(sizes, axes, strides)
+        g, a = layout.g, layout.r
+        return cls(element_size, (g[0], g[1], g[2], g[3], g[4]), (a[0], a[1], a[2], a[3], a[4]),
+                   layout.count, has_scale, has_bias, normalize_variance, epsilon, kind, p0, p1,
+                   use_mean)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from .kernels.normalization import mvn
@@ -209,34 +212,62 @@ class MVNPlan:
 
         mvn(view("InputTensor", True), view("OutputTensor", True),
             view("ScaleTensor", self.has_scale), view("BiasTensor", self.has_bias), *self.g,
-            *self.a, self.count, self.has_scale, self.has_bias, self.normalize_variance,
-            self.epsilon, self.kind, self.p0, self.p1)
+            *self.a, self.count, self.has_scale, self.has_bias, self.use_mean,
+            self.normalize_variance, self.epsilon, self.kind, self.p0, self.p1)
+
+
+# Softmax: the tile of groups advancing together in column mode (at most; narrower when that
+# leaves too few tasks), and the tasks per thread in group mode.
+SOFTMAX_TILE = 64
+SOFTMAX_TASKS_PER_THREAD = 16
 
 
 @dataclass(frozen=True, eq=False)
 class SoftmaxPlan:
-    """SOFTMAX (0), LOG_SOFTMAX (1) or HARDMAX (2) along the last dimension of every row."""
+    """SOFTMAX (0), LOG_SOFTMAX (1) or HARDMAX (2) over the reduced axes of every group of the
+    reduction layout (emulator/reduction/softmax_kernels.py); the version-0 operators reduce the
+    last axis. ``columns``: the reduced dimension is strided and the innermost kept one is closer
+    to contiguous, so neighbouring groups along it advance together."""
 
     element_size: int
-    lead_sizes: np.ndarray
-    x_lead: np.ndarray
-    y_lead: np.ndarray
-    width: int
-    x_step: int
-    y_step: int
+    layout: Layout
     mode: int
+    columns: bool
+    params: np.ndarray  # the kernel's header (filled at dispatch) and the layout
 
     @classmethod
-    def build(cls, element_size: int, sizes: Sequence[int], x: Sequence[int], y: Sequence[int],
-              mode: int) -> SoftmaxPlan:
-        lead, lx, ly = collapse(sizes[:-1], x[:-1], y[:-1]) if len(sizes) > 1 else ((1,), (0,),
-                                                                                     (0,))
-        return cls(element_size, int64s(lead), int64s(lx), int64s(ly), sizes[-1], x[-1], y[-1],
-                   mode)
+    def build(cls, element_size: int, sizes: Sequence[int], axes: Sequence[int],
+              x: Sequence[int], y: Sequence[int], mode: int) -> SoftmaxPlan:
+        from .reduction.layout import Layout
+
+        layout = Layout.build(sizes, axes, [x, y])
+        lanes, lane_x, reduced_x = int(layout.g[0][-1]), int(layout.g[1][-1]), int(layout.r[1][-1])
+        columns = lanes >= 4 and abs(reduced_x) > 1 and abs(lane_x) < abs(reduced_x)
+        g, r = layout.g, layout.r
+        params = int64s([0] * 6 + [len(g[0]), len(r[0])] + [v for part in (g, r)
+                                                               for a in part[:3] for v in a])
+        return cls(element_size, layout, mode, columns, params)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from .kernels.activation import softmax_rows
+        import numba
 
-        softmax_rows(float_view(regions["InputTensor"], self.element_size),
-                     float_view(regions["OutputTensor"], self.element_size), self.lead_sizes,
-                     self.x_lead, self.y_lead, self.width, self.x_step, self.y_step, self.mode)
+        from .reduction import softmax_kernels
+
+        g, threads = self.layout.g, numba.get_num_threads()
+        if self.columns:
+            lanes = int(g[0][-1])
+            outer = self.layout.groups // lanes
+            # A lane's result is the same at any width: as wide as keeps the whole group in the
+            # tile's scratch (one strided pass over the input), narrower for enough tasks.
+            width = SOFTMAX_TILE
+            while width > 8 and (width * self.layout.count > softmax_kernels.TILE_SCRATCH
+                                 or outer * -(-lanes // width) < 4 * threads):
+                width //= 2
+            tasks = outer * -(-lanes // width)
+        else:
+            width, tasks = 0, min(self.layout.groups, SOFTMAX_TASKS_PER_THREAD * threads)
+        x = float_view(regions["InputTensor"], self.element_size)
+        y = float_view(regions["OutputTensor"], self.element_size)
+        params = self.params.copy()
+        params[:6] = (x.size, y.size, self.layout.count, self.mode, tasks, width)
+        softmax_kernels.launch(x, y, params, tasks)

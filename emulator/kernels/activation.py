@@ -9,18 +9,15 @@ comparisons with NaN are false and Direct3D's max/min return the operand that is
 RELU, HARD_SIGMOID, THRESHOLDED_RELU, CELU and SHRINK map NaN to a number.
 
 Each activation is one scalar function (``a_<name>``), which the standalone activation operators'
-element-wise rows call too; ``softmax_rows`` runs the row-wise SOFTMAX, LOG_SOFTMAX and HARDMAX.
+element-wise rows call too. (The softmax family runs on the reduction layout:
+``emulator/reduction/softmax_kernels.py``.)
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .floats import load64, store
-from .index import offsets4
-from .jit import helper, inline, kernel, prange
+from .jit import helper, inline
 
 IDENTITY, RELU = 0, 6  # the kinds other kernels special-case (numbers of emulator.activations)
 
@@ -207,41 +204,3 @@ def activate(kind, buf, n, p0, p1):  # pragma: no cover
     elif kind == 18:
         for i in range(n):
             buf[i] = a_hard_swish(buf[i], p0, p1)
-
-
-@kernel
-def softmax_rows(x, y, lead_sizes, x_lead, y_lead, width, xs, ys, mode):  # pragma: no cover
-    """Row-wise over the last dimension: mode 0 SOFTMAX, 1 LOG_SOFTMAX, 2 HARDMAX.
-
-    Computed in float64 with the row maximum subtracted; a row holding NaN or +inf, or all -inf,
-    is NaN (the formula's inf/inf and 0/0); HARDMAX marks the first maximum (NaN ranks highest,
-    as in TOP_K)."""
-    rows = np.int64(1)
-    for k in range(lead_sizes.shape[0]):
-        rows *= lead_sizes[k]
-    for row in prange(rows):
-        xo, yo, _, _ = offsets4(row, lead_sizes, x_lead, y_lead, y_lead, y_lead)
-        buf = np.empty(width, np.float64)
-        best = 0
-        for j in range(width):
-            v = load64(x, xo + j * xs)
-            buf[j] = v
-            b = buf[best]
-            if (v != v and b == b) or v > b:
-                best = j
-        m = buf[best]
-        if mode == 2:
-            for j in range(width):
-                buf[j] = 1.0 if j == best else 0.0
-        elif m != m or math.isinf(m):  # sum(exp) is NaN, +inf (inf/inf) or 0 (0/0)
-            for j in range(width):
-                buf[j] = math.nan
-        else:  # finite maximum: -inf elements give exp = 0 (LOG_SOFTMAX: -inf)
-            total = 0.0
-            for j in range(width):
-                total += math.exp(buf[j] - m)
-            for j in range(width):
-                d = buf[j] - m
-                buf[j] = math.exp(d) / total if mode == 0 else d - math.log(total)
-        for j in range(width):
-            store(y, yo + j * ys, buf[j])

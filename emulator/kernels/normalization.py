@@ -1,4 +1,4 @@
-"""Mean-variance normalization (MVN1, MVN) with a fused activation epilogue.
+"""Mean-variance normalization (MVN2, MVN1, MVN) with a fused activation epilogue.
 
 One task per group (every coordinate outside the normalized axes). Statistics are float64: the
 group is shifted by its first element (so a large common offset cancels before squaring) and
@@ -10,6 +10,10 @@ inputs far from zero:
     y = ((x - mean_hi) - mean_lo) * (inv_std * scale) + bias,   then the activation, then store.
 
 Axis dimensions arrive collapsed; the last one is the inner loop, processed in blocks.
+
+``use_mean`` False (MVN2 without UseMean): the mean is 0, so nothing is shifted or subtracted
+and the variance is the mean of the squares (the RMS normalization); with neither the mean nor
+the variance, the statistics are not computed.
 
 Non-finite inputs follow the formula element by element: a group holding +inf (and no -inf or NaN)
 has mean +inf, so without NormalizeVariance its finite elements give -inf and its +inf elements
@@ -52,8 +56,8 @@ def row_sums(x, base, xs, n, shift):  # pragma: no cover
 
 @kernel
 def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in, a_out,
-        a_scale, a_bias, count, has_scale, has_bias, normalize_variance, eps, kind, p0,
-        p1):  # pragma: no cover
+        a_scale, a_bias, count, has_scale, has_bias, use_mean, normalize_variance, eps, kind,
+        p0, p1):  # pragma: no cover
     groups = np.int64(1)
     for k in range(g_sizes.shape[0]):
         groups *= g_sizes[k]
@@ -71,21 +75,23 @@ def mvn(x, y, scale, bias, g_sizes, g_in, g_out, g_scale, g_bias, a_sizes, a_in,
     zero = np.float32(0.0)
     for g in prange(groups):
         gi, go, gs, gb = offsets4(g, g_sizes, g_in, g_out, g_scale, g_bias)
-        shift = load64(x, np.uint64(gi))
+        shift = load64(x, np.uint64(gi)) if use_mean else 0.0
         if not math.isfinite(shift):
             shift = 0.0
         s1 = 0.0
         s2 = 0.0
-        for r in range(rows):
-            ri, _, _, _ = offsets4(r, lead, a_in, a_in, a_in, a_in)
-            r1, r2 = row_sums(x, np.uint64(gi + ri), xs, inner, shift)
-            s1 += r1
-            s2 += r2
+        if use_mean or normalize_variance:
+            for r in range(rows):
+                ri, _, _, _ = offsets4(r, lead, a_in, a_in, a_in, a_in)
+                r1, r2 = row_sums(x, np.uint64(gi + ri), xs, inner, shift)
+                s1 += r1
+                s2 += r2
         md = s1 / count
-        var = s2 / count - md * md
+        # Without UseMean the mean is 0: the variance is the mean of the squares (RMS).
+        var = s2 / count - md * md if use_mean else s2 / count
         if var < 0.0:  # rounding; a NaN variance (a group with ±inf or NaN) stays NaN
             var = 0.0
-        mean = shift + md
+        mean = shift + md if use_mean else 0.0
         inv = np.float32(1.0 / math.sqrt(var + eps)) if normalize_variance else one
         hi = np.float32(mean)
         lo = np.float32(mean - np.float64(hi)) if math.isfinite(hi) else zero

@@ -30,7 +30,7 @@ def validate(ctx: Context, v: SimpleNamespace) -> None:
 
 
 def plan(v: SimpleNamespace) -> MVNPlan:
-    return mvn1.mvn_plan(v, axes(v))
+    return mvn1.mvn_plan(v, axes(v), bool(v.NormalizeVariance))
 
 
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

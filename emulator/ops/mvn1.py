@@ -80,7 +80,9 @@ def broadcast_strides(t: Tensor | None, sizes: Sequence[int]) -> list[int]:
     return [0 if s == 1 else st for s, st in zip(t.sizes, t.strides)]
 
 
-def mvn_plan(v: SimpleNamespace, axes: Sequence[int]) -> MVNPlan:
+def mvn_plan(v: SimpleNamespace, axes: Sequence[int], normalize_variance: bool,
+             use_mean: bool = True) -> MVNPlan:
+    """The plan of MVN, MVN1 and MVN2 (``use_mean`` False: MVN2 without UseMean)."""
     i = v.InputTensor
     act, (p0, p1) = v.fused if v.fused else (BY_OPERATOR_IDENTITY, (0.0, 0.0))
     return MVNPlan.build(i.element_size, i.sizes, axes,
@@ -88,28 +90,29 @@ def mvn_plan(v: SimpleNamespace, axes: Sequence[int]) -> MVNPlan:
                           broadcast_strides(v.ScaleTensor, i.sizes),
                           broadcast_strides(v.BiasTensor, i.sizes)],
                          v.ScaleTensor is not None, v.BiasTensor is not None,
-                         bool(v.NormalizeVariance), float(v.Epsilon), act.kind, p0, p1)
+                         normalize_variance, float(v.Epsilon), act.kind, p0, p1, use_mean)
 
 
 def plan(v: SimpleNamespace) -> MVNPlan:
-    return mvn_plan(v, v.Axes)
+    return mvn_plan(v, v.Axes, bool(v.NormalizeVariance))
 
 
 @ieee_reference
 def normalize(x: np.ndarray, axes: Sequence[int], scale: np.ndarray | None,
               bias: np.ndarray | None, normalize_variance: bool, epsilon: float,
-              fused: tuple | None) -> np.ndarray:
-    """The page's formula in float64 (population variance, epsilon inside the root)."""
+              fused: tuple | None, use_mean: bool = True) -> np.ndarray:
+    """The page's formula in float64 (population variance, epsilon inside the root); without
+    ``use_mean`` (MVN2) the mean is 0, so the variance is the mean of the squares."""
     x64 = x.astype(np.float64)
     ax = tuple(sorted(set(axes)))
-    mean = x64.mean(axis=ax, keepdims=True)
+    mean = x64.mean(axis=ax, keepdims=True) if use_mean else np.zeros_like(x64)
     y = x64 - mean
     if normalize_variance:
         y = y / np.sqrt(((x64 - mean) ** 2).mean(axis=ax, keepdims=True) + np.float64(epsilon))
     if scale is not None:
         y = y * scale.astype(np.float64)
-    if bias is not None:
-        y = y + bias.astype(np.float64)
+    # An absent Bias is 0 and is added (as the kernel does): -0 + 0 = +0.
+    y = y + (0.0 if bias is None else bias.astype(np.float64))
     if fused:
         act, params = fused
         y = act.reference(y, *params[: len(act.params)])
