@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 from descriptors import DML_FEATURE_LEVEL, DML_REDUCE_FUNCTION, DML_TENSOR_DATA_TYPE
 
+from ..ops.activation import check_fused
 from ..validation import Context, Tensor, fmt, same
 
 __all__ = [
@@ -164,7 +165,9 @@ def _height_width(rank: int) -> tuple[int, ...]:
 
 def batch_normalization(ctx: Context, v: SimpleNamespace) -> None:
     """Mean/Variance/Scale/Bias broadcast against the input; before 4_0, Spatial FALSE forbids
-    broadcasting Height and Width of Mean and Variance."""
+    broadcasting Height and Width of Mean and Variance; the fused activation's own attribute
+    rules (SOFTPLUS's Steepness before 6_4), as for every fusing host."""
+    check_fused(ctx, v.FusedActivation)
     inp = v.InputTensor
     for name in ("MeanTensor", "VarianceTensor", "ScaleTensor", "BiasTensor"):
         _broadcastable(ctx, name, getattr(v, name), inp)
@@ -188,7 +191,8 @@ def batch_normalization_grad(ctx: Context, v: SimpleNamespace) -> None:
 
 def batch_normalization_training(ctx: Context, v: SimpleNamespace) -> None:
     """ScaleTensor's dimensions are 1 or the input's (Bias and the mean/variance outputs share
-    its Sizes)."""
+    its Sizes); the fused activation's own attribute rules."""
+    check_fused(ctx, v.FusedActivation)
     _broadcastable(ctx, "ScaleTensor", v.ScaleTensor, v.InputTensor)
 
 
