@@ -4,8 +4,9 @@ models), JIT excluded.
 Workloads (issue 15): REDUCE SUM float32 [4096, 4096] over the last axis, over the first, and over
 all 16M elements; REDUCE MAX float16 [4096, 4096] over the last axis; ARGMAX float32 [4096, 4096]
 over the last axis (INT64 indices); CUMULATIVE_SUMMATION float32 [4096, 4096] along the last axis.
-Peers write into preallocated outputs where their API allows (NumPy ``out=``, PyTorch ``out=``);
-ONNX Runtime allocates its outputs.
+The normalizations are in ``test_bench_normalization.py``. Peers write into preallocated
+outputs where their API allows (NumPy ``out=``, PyTorch ``out=``); ONNX Runtime allocates its
+outputs. ``--bench-scale`` scales the first dimension.
 
     NUMBA_NUM_THREADS=2 python -m pytest bench/test_bench_reduction.py -p no:cacheprovider -q \\
         --benchmark-max-time=0.5 --benchmark-warmup=on --benchmark-columns=min,median,rounds
@@ -164,3 +165,4 @@ def test_onnxruntime(benchmark, ort, data, name):
     sess = ort.session_from_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]))
     benchmark.group = f"reduction {name}"
     benchmark(sess.run, None, {"x": x})
+

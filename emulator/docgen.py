@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from types import FunctionType
 
 from descriptors import short_name
 
@@ -32,9 +33,13 @@ def _where(spec: OperatorSpec) -> str:
         places.append(f"`emulator/support/{spec.support_entry.group}.json`")
     if spec.module is not None:
         path = spec.module.__name__.split("[")[0].replace(".", "/")
-        # A family package (emulator/elementwise, emulator/movement) keeps its rows in table.py.
-        family = path.endswith(("elementwise", "movement"))
-        places.append(f"`{path}/table.py`" if family else f"`{path}.py`")
+        plan = getattr(getattr(spec.module, "ROW", None), "plan", None)
+        if isinstance(plan, FunctionType):  # a family row: the module that defines its plan
+            places.append(f"`{plan.__module__.replace('.', '/')}.py`")
+        elif path.endswith("elementwise"):  # the element-wise family keeps its rows in table.py
+            places.append(f"`{path}/table.py`")
+        else:
+            places.append(f"`{path}.py`")
     return " and ".join(places) or "—"
 
 
