@@ -40,7 +40,8 @@ FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"],  # introduced at 6_3
                  "MOVEMENT": ["3_0", "4_1", "5_0", "6_4"],  # signed indices, 8-D and 64-bit bands
                  "RESAMPLING": ["2_1", "5_1", "6_2", "6_4"],  # RESAMPLE1, 1-4-D, 8-bit, RESAMPLE3
                  "GENERATORS_WINDOWS": ["6_3", "6_4"],  # RANDOM, NONZERO … and FOLD/UNFOLD (6_4)
-                 "REDUCTION": ["2_1", "3_0", "4_1", "5_0", "6_4"]}  # 4-D, 1-8-D, 64-bit bands
+                 "REDUCTION": ["2_1", "3_0", "4_1", "5_0", "6_4"],  # 4-D, 1-8-D, 64-bit bands
+                 "NORMALIZATION": ["5_0", "5_1", "6_3"]}  # SOFTMAX1 from 5_1, MVN2 from 6_3
 
 
 def profile(request) -> str:
@@ -453,11 +454,40 @@ def gen_reduction(rng, rank):
     return DML_OPERATOR_DESC(Desc=struct), exact
 
 
+SOFTMAX1S = [DML_ACTIVATION_SOFTMAX1_OPERATOR_DESC, DML_ACTIVATION_LOG_SOFTMAX1_OPERATOR_DESC,
+             DML_ACTIVATION_HARDMAX1_OPERATOR_DESC]
+
+
+def gen_normalization(rng, rank):
+    """MEAN_VARIANCE_NORMALIZATION2 (MVN1's generator with UseMean and UseVariance drawn, Scale
+    and Bias each optional) or SOFTMAX1 / LOG_SOFTMAX1 / HARDMAX1 over a random axis set, any
+    layouts. Float math within 2e-3 (tests/test_mvn2.py and test_softmax1.py hold the tight
+    bounds); HARDMAX exact."""
+    if rng.random() < 0.5:
+        mvn1, _ = gen_mvn1(rng, rank)
+        d = mvn1.Desc
+        return DML_OPERATOR_DESC(Desc=DML_MEAN_VARIANCE_NORMALIZATION2_OPERATOR_DESC(
+            InputTensor=d.InputTensor,
+            ScaleTensor=d.ScaleTensor if rng.random() < 0.7 else None,
+            BiasTensor=d.BiasTensor if rng.random() < 0.7 else None,
+            OutputTensor=d.OutputTensor, Axes=d.Axes, UseMean=bool(rng.random() < 0.7),
+            UseVariance=bool(rng.random() < 0.7), Epsilon=1e-3,
+            FusedActivation=d.FusedActivation)), False
+    dt = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
+    sizes = shape(rng, rank)
+    axes = [int(a) for a in rng.integers(0, rank, int(rng.integers(1, rank + 1)))]
+    cls = SOFTMAX1S[int(rng.integers(0, 3))]
+    return DML_OPERATOR_DESC(Desc=cls(
+        InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
+        OutputTensor=desc(dt, sizes, layout(rng, sizes, False)), Axes=axes)), \
+        cls is DML_ACTIVATION_HARDMAX1_OPERATOR_DESC
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
               "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
               "ELEMENT_WISE": gen_element_wise, "MOVEMENT": gen_movement,
               "RESAMPLING": gen_resampling, "GENERATORS_WINDOWS": gen_generators_windows,
-              "REDUCTION": gen_reduction}
+              "REDUCTION": gen_reduction, "NORMALIZATION": gen_normalization}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
