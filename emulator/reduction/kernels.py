@@ -64,8 +64,11 @@ def _count(sizes):  # pragma: no cover
 
 
 @inline
-def _task(task, chunks, lanes, glast, count):  # pragma: no cover
-    """(first group, groups in the block, first element, end element) of a task."""
+def _task(task, chunks, lanes, g_sizes, g_in, r_sizes):  # pragma: no cover
+    """A task's first group, groups in its block, first and end element, chunk number, and the
+    first group's input offset."""
+    glast = g_sizes[g_sizes.shape[0] - 1]
+    count = _count(r_sizes)
     per_line = (glast + lanes - 1) // lanes
     block = task // chunks
     c = task - block * chunks
@@ -75,7 +78,22 @@ def _task(task, chunks, lanes, glast, count):  # pragma: no cover
     per = (count + chunks - 1) // chunks
     lo = min(count, c * per)
     hi = min(count, lo + per)
-    return line * glast + t0, width, lo, hi
+    g0 = line * glast + t0
+    gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
+    return g0, width, lo, hi, c, np.uint64(gi)
+
+
+@inline
+def _run(e, hi, limit, r_sizes, r_in):  # pragma: no cover
+    """From a group's element number ``e``: how many elements (at most ``limit``, not past
+    ``hi``) follow in the same row (the last reduced dimension), and the offset of ``e`` in the
+    group."""
+    last = r_sizes.shape[0] - 1
+    inner = r_sizes[last]
+    row = e // inner
+    j = e - row * inner
+    ro, _, _, _ = offsets4(row, r_sizes[:last], r_in, r_in, r_in, r_in)
+    return min(inner - j, hi - e, limit), np.uint64(ro) + np.uint64(j) * np.uint64(r_in[last])
 
 
 @inline
@@ -162,26 +180,15 @@ def _float_row(x, base, step, n, op, s):  # pragma: no cover
 def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part,
                  task):  # pragma: no cover
     """One task of reduce_float: its block of groups over its chunk of elements, into part."""
-    count = _count(r_sizes)
-    glast = g_sizes[g_sizes.shape[0] - 1]
-    inner = r_sizes[r_sizes.shape[0] - 1]
-    rstep = np.uint64(r_in[r_in.shape[0] - 1])
-    lead = r_sizes[: r_sizes.shape[0] - 1]
-    g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
-    c = task % chunks
-    gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
-    base = np.uint64(gi)
+    g0, width, lo, hi, c, base = _task(task, chunks, lanes, g_sizes, g_in, r_sizes)
     if lanes == 1:
         s = shift[g0]
+        rstep = np.uint64(r_in[r_in.shape[0] - 1])
         acc = _identity(op)
         e = lo
         while e < hi:
-            row = e // inner
-            j = e - row * inner
-            n = min(inner - j, hi - e)
-            ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
-            acc = _fold(acc, _float_row(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
-                                        np.uint64(n), op, s), op)
+            n, o = _run(e, hi, hi, r_sizes, r_in)
+            acc = _fold(acc, _float_row(x, base + o, rstep, np.uint64(n), op, s), op)
             e += n
         part[g0, c] = acc
         return
@@ -254,47 +261,45 @@ def _int_row(x, base, step, n, op, sign):  # pragma: no cover
     return acc
 
 
+@helper
+def _int_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign, part,
+               task):  # pragma: no cover
+    """One task of reduce_int: its block of groups over its chunk of elements, into part."""
+    g0, width, lo, hi, c, base = _task(task, chunks, lanes, g_sizes, g_in, r_sizes)
+    if lanes == 1:
+        rstep = np.uint64(r_in[r_in.shape[0] - 1])
+        acc = U1 if op == PRODUCT else U0
+        e = lo
+        while e < hi:
+            n, o = _run(e, hi, hi, r_sizes, r_in)
+            r = _int_row(x, base + o, rstep, np.uint64(n), op, sign)
+            acc = acc * r if op == PRODUCT else acc + r
+            e += n
+        part[g0, c] = acc
+        return
+    # Columns: the block's groups are neighbours in memory (unit stride, the plan's rule).
+    acc_l = np.full(width, U1 if op == PRODUCT else U0)
+    for e in range(lo, hi):
+        b = base + _offset(e, r_sizes, r_in)
+        if op == PRODUCT:
+            for t in range(np.uint64(width)):
+                acc_l[t] *= np.uint64(x[b + np.uint64(t)])
+        else:
+            for t in range(np.uint64(width)):
+                acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t)]), op, sign)
+    for t in range(np.uint64(width)):
+        part[g0 + t, c] = acc_l[t]
+
+
 @kernel
 def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
                out):  # pragma: no cover
     """out[g] = the sum (of x, x*x, |x|) or product of group g's elements modulo 2**64."""
     groups = _count(g_sizes)
-    count = _count(r_sizes)
-    glast = g_sizes[g_sizes.shape[0] - 1]
-    inner = r_sizes[r_sizes.shape[0] - 1]
-    rstep = np.uint64(r_in[r_in.shape[0] - 1])
-    lead = r_sizes[: r_sizes.shape[0] - 1]
     part = np.empty((groups, chunks), np.uint64)
-    for task in prange(_tasks(groups, chunks, lanes, glast)):
-        g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
-        c = task % chunks
-        gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
-        base = np.uint64(gi)
-        if lanes == 1:
-            acc = U1 if op == PRODUCT else U0
-            e = lo
-            while e < hi:
-                row = e // inner
-                j = e - row * inner
-                n = min(inner - j, hi - e)
-                ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
-                r = _int_row(x, base + np.uint64(ro) + np.uint64(j) * rstep, rstep,
-                             np.uint64(n), op, sign)
-                acc = acc * r if op == PRODUCT else acc + r
-                e += n
-            part[g0, c] = acc
-        else:
-            acc_l = np.full(width, U1 if op == PRODUCT else U0)
-            for e in range(lo, hi):
-                b = base + _offset(e, r_sizes, r_in)
-                if op == PRODUCT:
-                    for t in range(np.uint64(width)):
-                        acc_l[t] *= np.uint64(x[b + np.uint64(t)])
-                else:
-                    for t in range(np.uint64(width)):
-                        acc_l[t] += _iterm(np.uint64(x[b + np.uint64(t)]), op, sign)
-            for t in range(np.uint64(width)):
-                part[g0 + t, c] = acc_l[t]
+    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
+    for task in prange(tasks):
+        _int_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign, part, task)
     for g in prange(groups):
         acc = part[g, 0]
         for c in range(1, chunks):
@@ -404,30 +409,20 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
                 canon, backward, index, part_k, part_i, task):  # pragma: no cover
     """One task of reduce_keys: the largest key of each group of its block over its chunk, and
     (``index``) the position of its first (``backward``: last) holder."""
-    count = _count(r_sizes)
-    glast = g_sizes[g_sizes.shape[0] - 1]
-    inner = r_sizes[r_sizes.shape[0] - 1]
-    rstep = np.uint64(r_in[r_in.shape[0] - 1])
-    lead = r_sizes[: r_sizes.shape[0] - 1]
-    g0, width, lo, hi = _task(task, chunks, lanes, glast, count)
-    c = task % chunks
-    gi, _, _, _ = offsets4(g0, g_sizes, g_in, g_in, g_in, g_in)
-    base = np.uint64(gi)
+    g0, width, lo, hi, c, base = _task(task, chunks, lanes, g_sizes, g_in, r_sizes)
     if lanes == 1:
         # Segments of at most SEGMENT elements: the largest key of each (a loop that
         # vectorises), and the first (backward: last) segment holding the largest, where the
         # index is then searched.
+        rstep = np.uint64(r_in[r_in.shape[0] - 1])
         best = U0
         seg_base = base
         seg_start = lo
         seg_n = np.int64(0)
         e = lo
         while e < hi:
-            row = e // inner
-            j = e - row * inner
-            n = min(inner - j, hi - e, SEGMENT)
-            ro, _, _, _ = offsets4(row, lead, r_in, r_in, r_in, r_in)
-            b = base + np.uint64(ro) + np.uint64(j) * rstep
+            n, o = _run(e, hi, SEGMENT, r_sizes, r_in)
+            b = base + o
             m = _key_max(x, b, rstep, np.uint64(n), kind, top, mask, inf, flip, canon)
             if m > best or (backward and m == best) or seg_n == 0:
                 best = m
