@@ -527,17 +527,22 @@ def test_batch_normalization_grad_is_the_derivative_of_the_forward_pass(device):
            "VarianceTensor": var, "ScaleTensor": scale}
     g = norms.grad_float64(v, ins)
     kernel = run_grad(device, DML_BATCH_NORMALIZATION_GRAD_OPERATOR_DESC, ins, v.Epsilon)
+    check_directions(rng, loss, (x, scale, bias), g, kernel, 1e-7, 1e-5)
+
+
+def check_directions(rng, loss, at, g, kernel, rtol, kernel_rtol):
+    """In three random directions, the float64 gradients ``g`` (within ``rtol``) and the
+    kernel's (within ``kernel_rtol``) against finite differences of ``loss`` with respect to
+    Input, Scale and Bias (``at``: their values)."""
+    x, scale, bias = at
+    names = ("OutputGradientTensor", "OutputScaleGradientTensor", "OutputBiasGradientTensor")
     for _ in range(3):
         ux, us = rng.standard_normal(x.shape), rng.standard_normal(scale.shape)
-        fd = directional(lambda t: loss(x_=t), x, ux)
-        assert np.isclose(np.sum(g["OutputGradientTensor"] * ux), fd, rtol=1e-7)
-        assert np.isclose(np.sum(kernel[0] * ux), fd, rtol=1e-5)
-        fd = directional(lambda t: loss(s_=t), scale, us)
-        assert np.isclose(np.sum(g["OutputScaleGradientTensor"] * us), fd, rtol=1e-7)
-        assert np.isclose(np.sum(kernel[1] * us), fd, rtol=1e-5)
-        fd = directional(lambda t: loss(b_=t), bias, us)
-        assert np.isclose(np.sum(g["OutputBiasGradientTensor"] * us), fd, rtol=1e-7)
-        assert np.isclose(np.sum(kernel[2] * us), fd, rtol=1e-5)
+        for k, (key, value, u) in enumerate((("x_", x, ux), ("s_", scale, us),
+                                             ("b_", bias, us))):
+            fd = directional(lambda t, key=key: loss(**{key: t}), value, u)
+            assert np.isclose(np.sum(g[names[k]] * u), fd, rtol=rtol)
+            assert np.isclose(np.sum(kernel[k] * u), fd, rtol=kernel_rtol)
 
 
 def run_grad(device, cls, ins, eps):
@@ -573,17 +578,7 @@ def test_batch_normalization_training_grad_is_the_derivative_of_training(device)
            "VarianceTensor": out["OutputVarianceTensor"], "ScaleTensor": scale}
     g = norms.training_grad_float64(v, ins)
     kernel = run_grad(device, DML_BATCH_NORMALIZATION_TRAINING_GRAD_OPERATOR_DESC, ins, 1e-2)
-    for _ in range(3):
-        ux, us = rng.standard_normal(x.shape), rng.standard_normal(scale.shape)
-        fd = directional(lambda t: loss(x_=t), x, ux)
-        assert np.isclose(np.sum(g["OutputGradientTensor"] * ux), fd, rtol=1e-6)
-        assert np.isclose(np.sum(kernel[0] * ux), fd, rtol=1e-4)
-        fd = directional(lambda t: loss(s_=t), scale, us)
-        assert np.isclose(np.sum(g["OutputScaleGradientTensor"] * us), fd, rtol=1e-6)
-        assert np.isclose(np.sum(kernel[1] * us), fd, rtol=1e-4)
-        fd = directional(lambda t: loss(b_=t), bias, us)
-        assert np.isclose(np.sum(g["OutputBiasGradientTensor"] * us), fd, rtol=1e-6)
-        assert np.isclose(np.sum(kernel[2] * us), fd, rtol=1e-4)
+    check_directions(rng, loss, (x, scale, bias), g, kernel, 1e-6, 1e-4)
 
 
 def test_training_grad_computes_mean_input_itself(device):
