@@ -21,6 +21,7 @@ from emulator.activations import ACTIVATIONS
 from emulator.elementwise import ROWS
 from emulator.movement.resample import ROWS as RESAMPLE_ROWS
 from emulator.movement.table import ROWS as MOVEMENT_ROWS
+from emulator.ops import softmax
 from emulator.reduction.table import EXTREMES as REDUCE_EXTREMES
 from emulator.reduction.table import ROWS as REDUCTION_ROWS
 from emulator.registry import validate_operator
@@ -454,8 +455,7 @@ def gen_reduction(rng, rank):
     return DML_OPERATOR_DESC(Desc=struct), exact
 
 
-SOFTMAX1S = [DML_ACTIVATION_SOFTMAX1_OPERATOR_DESC, DML_ACTIVATION_LOG_SOFTMAX1_OPERATOR_DESC,
-             DML_ACTIVATION_HARDMAX1_OPERATOR_DESC]
+SOFTMAX1S = [op for op in softmax.OPERATORS if op in softmax.AXES_LIST]  # the version-1 descs
 
 
 def gen_normalization(rng, rank):
@@ -476,11 +476,11 @@ def gen_normalization(rng, rank):
     dt = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
     sizes = shape(rng, rank)
     axes = [int(a) for a in rng.integers(0, rank, int(rng.integers(1, rank + 1)))]
-    cls = SOFTMAX1S[int(rng.integers(0, 3))]
-    return DML_OPERATOR_DESC(Desc=cls(
+    op = SOFTMAX1S[int(rng.integers(0, len(SOFTMAX1S)))]
+    return DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[op](
         InputTensor=desc(dt, sizes, layout(rng, sizes, True)),
         OutputTensor=desc(dt, sizes, layout(rng, sizes, False)), Axes=axes)), \
-        cls is DML_ACTIVATION_HARDMAX1_OPERATOR_DESC
+        softmax.MODES[op] == 2  # HARDMAX: exact
 
 
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
