@@ -194,9 +194,7 @@ def test_kernel_matches_the_reference(device, row, dt):
 # --- the three cuts: rows, columns, chunks --------------------------------------------------------
 
 def reduce_op(x, fn, axes, out_dt=None, strides=None):
-    dt = {np.float32: F32, np.float16: F16, np.int32: T.DML_TENSOR_DATA_TYPE_INT32,
-          np.uint8: T.DML_TENSOR_DATA_TYPE_UINT8, np.int64: T.DML_TENSOR_DATA_TYPE_INT64}[
-        x.dtype.type]
+    dt = data_type_of_numpy(x.dtype)
     out = [1 if d in axes else n for d, n in enumerate(x.shape)]
     return DML_OPERATOR_DESC(Desc=DML_REDUCE_OPERATOR_DESC(
         Function=fn, InputTensor=desc(dt, x.shape, strides),
