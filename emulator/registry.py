@@ -24,7 +24,7 @@ from descriptors import (
     OperatorSchema,
 )
 
-from . import elementwise, movement, reduction
+from . import compute, elementwise, movement, reduction
 from .elementwise import blockwise
 from .errors import E_NOTIMPL, DMLError, invalid_arg
 from .featurelevels import ALL_LEVELS, level_name
@@ -75,6 +75,7 @@ EXECUTABLE: dict[DML_OPERATOR_TYPE, Any] = {
     **{op: blockwise.module(op) for op in blockwise.ROW_OF},
     **{row.operator: movement.module(row.operator) for row in movement.ROWS},
     **{row.operator: reduction.module(row.operator) for row in reduction.ROWS},
+    **{row.operator: compute.module(row.operator) for row in compute.ROWS},
 }
 
 

@@ -108,8 +108,20 @@ def test_upstream_reduction_models_print_what_their_definitions_give(capsys, mod
     assert (code, out, without_compile_notes(err)) == (0, REDUCTION_MODELS[model], "")
 
 
+COMPUTE_MODELS = {
+    # A {3, 1} x B {1, 3} + C (all 2): the outer product of 1..3 and 4..6, plus 2.
+    "dml_gemm": "Resource 'output': 6, 7, 8, 10, 12, 14, 14, 17, 20\n",
+}
+
+
+@pytest.mark.parametrize("model", sorted(COMPUTE_MODELS))
+def test_upstream_compute_models_print_what_their_definitions_give(capsys, model):
+    code, out, err = run(capsys, "run", UPSTREAM / f"{model}.json")
+    assert (code, out, without_compile_notes(err)) == (0, COMPUTE_MODELS[model], "")
+
+
 @pytest.mark.parametrize("model,operator", [
-    ("dml_gemm.json", "DML_OPERATOR_GEMM"),
+    ("dml_convolution_2d.json", "DML_OPERATOR_CONVOLUTION"),
     ("dml_rnn.json", "DML_OPERATOR_RNN"),
 ])
 def test_upstream_models_with_operators_not_yet_executable(capsys, model, operator):
@@ -488,7 +500,7 @@ def test_a_misspelt_operator_never_suggests_invalid(capsys, tmp_path):
 
 
 def test_not_implemented_is_one_short_line_pointing_to_info(capsys):
-    code, out, err = run(capsys, "run", UPSTREAM / "dml_gemm.json")
+    code, out, err = run(capsys, "run", UPSTREAM / "dml_rnn.json")
     assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 300
     assert err.rstrip().endswith("it has no CPU kernel yet (run 'dml-emulator info' for what "
                                  "executes)")

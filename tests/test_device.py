@@ -140,11 +140,11 @@ def test_data_type_support_query():
 # -- CreateOperator errors ---------------------------------------------------------------------
 def test_a_valid_operator_without_a_kernel_fails_at_compile_with_e_notimpl():
     dev = DMLCreateDevice1()
-    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_GEMM_OPERATOR_DESC(
-        ATensor=desc(F32, [1, 1, 2, 3]), BTensor=desc(F32, [1, 1, 3, 2]),
-        OutputTensor=desc(F32, [1, 1, 2, 2]), TransA=DML_MATRIX_TRANSFORM_NONE,
-        TransB=DML_MATRIX_TRANSFORM_NONE, Alpha=1.0, Beta=0.0)))
-    with pytest.raises(DMLError, match="DML_OPERATOR_GEMM is valid at "
+    u8, i32 = DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_INT32
+    op = dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_MATRIX_MULTIPLY_INTEGER_OPERATOR_DESC(
+        ATensor=desc(u8, [1, 1, 2, 3]), BTensor=desc(u8, [1, 1, 3, 2]),
+        OutputTensor=desc(i32, [1, 1, 2, 2]))))
+    with pytest.raises(DMLError, match="DML_OPERATOR_MATRIX_MULTIPLY_INTEGER is valid at "
                                        "DML_FEATURE_LEVEL_6_4 but not yet executable") as info:
         dev.CompileOperator(op)
     assert info.value.hresult == 0x80004001 and info.value.name == "E_NOTIMPL"

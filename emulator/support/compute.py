@@ -16,9 +16,11 @@ from descriptors import (
     DML_CONVOLUTION_DIRECTION,
     DML_MATRIX_TRANSFORM,
     DML_MULTIHEAD_ATTENTION_MASK_TYPE,
+    DML_OPERATOR_TYPE,
     DML_RECURRENT_NETWORK_DIRECTION,
 )
 
+from ..ops.activation import check_fused
 from ..validation import Context, Tensor, fmt, same
 
 __all__ = [
@@ -209,8 +211,23 @@ def convolution(ctx: Context, v: SimpleNamespace) -> None:
 
 
 def gemm(ctx: Context, v: SimpleNamespace) -> None:
+    """The matrix sizes; the fused activation's own rules: SOFTMAX1's Axes (6_1) index the
+    output's dimensions (as the standalone operator's index its input's); the other
+    activations' attributes as for every fusing host."""
     _matmul(ctx, v.ATensor, v.BTensor, v.OutputTensor, trans_a=v.TransA == TRANSPOSE,
             trans_b=v.TransB == TRANSPOSE)
+    fused = v.FusedActivation
+    if fused is None or fused.operator == DML_OPERATOR_TYPE.DML_OPERATOR_ACTIVATION_SOFTMAX:
+        return
+    if fused.operator != DML_OPERATOR_TYPE.DML_OPERATOR_ACTIVATION_SOFTMAX1:
+        check_fused(ctx, fused)
+        return
+    rank, axes = v.OutputTensor.dim_count, tuple(fused.values.Axes)
+    ctx.require(len(axes) >= 1, "FusedActivation.Desc.AxisCount", len(axes),
+                "at least one axis must be given")
+    for i, a in enumerate(axes):
+        ctx.require(a < rank, f"FusedActivation.Desc.Axes[{i}]", a,
+                    f"must be in [0, OutputTensor.DimensionCount - 1] = [0, {rank - 1}]")
 
 
 # ----------------------------------------------------------------------------------------------

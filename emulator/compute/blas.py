@@ -1,0 +1,94 @@
+"""The matrix-multiply engine of the float compute operators: the BLAS that NumPy itself links
+(OpenBLAS in NumPy's wheels), called directly through its CBLAS ``?gemm``, with its thread count
+following the emulator's (Numba's ``get_num_threads``).
+
+Why a BLAS and not our own micro-kernels (docs/decisions.md, "Compute"): NumPy's OpenBLAS reaches
+~172 GFLOP/s on 1024^3 float32 at 2 threads on the dev box (PyTorch 131), with packing, cache
+blocking and a hand-written AVX-512 / AVX2 kernel per CPU family; a Numba micro-kernel would have
+to rebuild all of that to match. It adds no dependency: NumPy brings the library, and
+``threadpoolctl`` (a small, well-kept package of the scikit-learn maintainers) finds it among the
+loaded libraries and sets its threads, for OpenBLAS, MKL or BLIS alike.
+
+The direct call gives ``alpha`` and ``beta`` for free and writes straight into a padded or
+transposed output; where no CBLAS entry point is found (an unusual NumPy build), ``np.matmul``
+does the product and NumPy the scaling (``DIRECT`` switches the path off for the tests).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112  # CBLAS's enum values
+DIRECT: bool = True  # call ?gemm directly where found (tests switch it off)
+
+
+@dataclass(frozen=True)
+class Library:
+    """The BLAS NumPy loaded: its ``?gemm`` entry points by dtype (empty where not callable),
+    and how to set its threads."""
+
+    gemm: dict[np.dtype, Any]
+    set_threads: Any  # callable(int) or None
+    name: str
+
+
+@functools.cache
+def library() -> Library:
+    """Found once, at the first float matmul."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - a declared dependency
+        return Library({}, None, "numpy.matmul")
+    blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+    if not blas:  # pragma: no cover - NumPy without a BLAS
+        return Library({}, None, "numpy.matmul")
+    lib = blas[0]
+    found: dict[np.dtype, Any] = {}
+    dll = ctypes.CDLL(lib.filepath)
+    # OpenBLAS as NumPy's wheels build it: "scipy_" prefix, "64_" suffix and 64-bit integers;
+    # a plain OpenBLAS, MKL or BLIS: "cblas_?gemm" with 32-bit integers.
+    for prefix, suffix, int_t in (("scipy_", "64_", ctypes.c_int64), ("", "64_", ctypes.c_int64),
+                                  ("scipy_", "", ctypes.c_int32), ("", "", ctypes.c_int32)):
+        for letter, dtype, real in (("s", np.float32, ctypes.c_float),
+                                    ("d", np.float64, ctypes.c_double)):
+            fn = getattr(dll, f"{prefix}cblas_{letter}gemm{suffix}", None)
+            if fn is None or np.dtype(dtype) in found:
+                continue
+            fn.restype = None
+            fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, int_t, int_t, int_t, real,
+                           ctypes.c_void_p, int_t, ctypes.c_void_p, int_t, real,
+                           ctypes.c_void_p, int_t]
+            found[np.dtype(dtype)] = fn
+        if found:
+            break
+    return Library(found, lib.set_num_threads, f"{lib.internal_api} {lib.version}")
+
+
+_threads = [0]
+
+
+def use_threads(n: int) -> None:
+    """The BLAS's thread count for the next calls (set only when it changes)."""
+    lib = library()
+    if lib.set_threads is not None and _threads[0] != n:
+        lib.set_threads(n)
+        _threads[0] = n
+
+
+def gemm(dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int, alpha: float,
+         a: int, lda: int, b: int, ldb: int, beta: float, c: int, ldc: int) -> None:
+    """Row-major ``C = alpha * op(A) @ op(B) + beta * C`` on raw addresses (elements of
+    ``dtype``; op(X) is X or its transpose; ld*: the row strides in elements)."""
+    fn = library().gemm[dtype]
+    fn(ROW_MAJOR, TRANS if trans_a else NO_TRANS, TRANS if trans_b else NO_TRANS, m, n, k,
+       alpha, a, lda, b, ldb, beta, c, ldc)
+
+
+def direct(dtype: np.dtype) -> bool:
+    """Whether ?gemm for ``dtype`` is called directly."""
+    return DIRECT and dtype in library().gemm
