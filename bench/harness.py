@@ -20,7 +20,7 @@ from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1
 class Prepared:
     """A dispatch ready to run: ``prepared()`` executes it once."""
 
-    def __init__(self, op_desc: Any, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+    def __init__(self, op_desc: Any, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray],
                  level: str = "4_0"):
         dev = DMLCreateDevice1(feature_level=level)
         self.compiled = dev.CompileOperator(dev.CreateOperator(op_desc))
@@ -32,6 +32,8 @@ class Prepared:
                 Dispatchable=d, SizeInDescriptors=d.GetBindingProperties().RequiredDescriptorCount))
 
         def bind(a):
+            if a is None:  # an absent optional tensor
+                return None
             # Tensor sizes are multiples of 4 bytes: pad small arrays (a zero point) with a copy.
             src = a if a.nbytes % 4 == 0 else Buffer.from_array(a)
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE_BUFFER,

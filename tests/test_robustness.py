@@ -59,6 +59,7 @@ def workloads(seed: int):
     b = rng.integers(-128, 128, (2, 20, 11)).astype(np.int8)
     one = np.ones((1, 1, 1), np.float32)
     long = rng.integers(-3, 4, (1, 40_000)).astype(np.float16)  # many ties
+    g = rng.standard_normal((2, 4, 24, 24)).astype(np.float32)
     return [
         (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=tensor_desc(x), OutputTensor=tensor_desc((4, 3, 11), DML_TENSOR_DATA_TYPE_FLOAT32),
@@ -82,6 +83,11 @@ def workloads(seed: int):
             BScaleTensor=tensor_desc(one * 0.03), OutputScaleTensor=tensor_desc(one * 0.5),
             OutputTensor=tensor_desc((2, 9, 11), DML_TENSOR_DATA_TYPE_UINT8))),
          [a, one * 0.02, None, b, one * 0.03, None, one * 0.5, None]),
+        # A batch of 8 products: side by side on the BLAS's pool, one per thread.
+        (DML_OPERATOR_DESC(Desc=DML_GEMM_OPERATOR_DESC(
+            ATensor=tensor_desc(g), BTensor=tensor_desc(g), OutputTensor=tensor_desc(g),
+            TransA=DML_MATRIX_TRANSFORM_NONE, TransB=DML_MATRIX_TRANSFORM_TRANSPOSE, Alpha=0.5,
+            Beta=0.0, FusedActivation=DML_ACTIVATION_TANH_OPERATOR_DESC())), [g, g, None]),
     ]
 
 

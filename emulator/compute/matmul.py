@@ -244,19 +244,20 @@ class MatmulPlan:
         assert t_layout is not None
         (a, a_batch, (a_t, lda)), (b, b_batch, (b_t, ldb)) = operands
         if blas.direct(compute):
-            blas.use_threads(numba.get_num_threads())
             item = compute.itemsize
             pa, pb, pt = (x.__array_interface__["data"][0] for x in (a, b, target))
+            calls = []
             for coord in np.ndindex(*self.sizes):
-                oa = sum(i * s for i, s in zip(coord, a_batch)) * item
-                ob = sum(i * s for i, s in zip(coord, b_batch)) * item
-                ot = sum(i * s for i, s in zip(coord, t_batch)) * item
+                oa = pa + sum(i * s for i, s in zip(coord, a_batch)) * item
+                ob = pb + sum(i * s for i, s in zip(coord, b_batch)) * item
+                ot = pt + sum(i * s for i, s in zip(coord, t_batch)) * item
                 if t_layout[0]:  # a column-major target: its transpose is B^T x A^T
-                    blas.gemm(compute, not b_t, not a_t, self.n, self.m, self.k, self.alpha,
-                              pb + ob, ldb, pa + oa, lda, beta, pt + ot, t_layout[1])
+                    calls.append((not b_t, not a_t, self.n, self.m, self.k, self.alpha, ob, ldb,
+                                  oa, lda, beta, ot, t_layout[1]))
                 else:
-                    blas.gemm(compute, a_t, b_t, self.m, self.n, self.k, self.alpha,
-                              pa + oa, lda, pb + ob, ldb, beta, pt + ot, t_layout[1])
+                    calls.append((a_t, b_t, self.m, self.n, self.k, self.alpha, oa, lda, ob, ldb,
+                                  beta, ot, t_layout[1]))
+            blas.run(compute, calls, numba.get_num_threads())
         else:
             av = _matrices(a, a_batch, a_t, lda, self.sizes, self.m, self.k)
             bv = _matrices(b, b_batch, b_t, ldb, self.sizes, self.k, self.n)
