@@ -20,8 +20,8 @@ from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1
 class Prepared:
     """A dispatch ready to run: ``prepared()`` executes it once."""
 
-    def __init__(self, op_desc: Any, inputs: Sequence[np.ndarray | None], outputs: Sequence[np.ndarray],
-                 level: str = "4_0"):
+    def __init__(self, op_desc: Any, inputs: Sequence[np.ndarray | None],
+                 outputs: Sequence[np.ndarray], level: str = "4_0"):
         dev = DMLCreateDevice1(feature_level=level)
         self.compiled = dev.CompileOperator(dev.CreateOperator(op_desc))
         self.queue = CommandQueue()

@@ -34,6 +34,7 @@ def _where(spec: OperatorSpec) -> str:
     if spec.module is not None:
         path = spec.module.__name__.split("[")[0].replace(".", "/")
         plan = getattr(getattr(spec.module, "ROW", None), "plan", None)
+        plan = getattr(plan, "__func__", plan)  # a classmethod (ConvPlan.build): its function
         if isinstance(plan, FunctionType):  # a family row: the module that defines its plan
             places.append(f"`{plan.__module__.replace('.', '/')}.py`")
         elif path.endswith("elementwise"):  # the element-wise family keeps its rows in table.py

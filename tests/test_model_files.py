@@ -591,15 +591,26 @@ def test_without_pillow_images_name_the_extra(capsys, monkeypatch, tmp_path):
     assert cli(capsys, "check", tmp_path / "m.json")[0] == 0  # check reads no data
 
 
-def test_upstream_image_io_reads_its_jpeg(capsys, tmp_path, pixels):
-    """image_io.json reads a .jpg scaled to 512 x 512; its CONVOLUTION then has no CPU kernel."""
+def test_upstream_image_io_converts_its_jpeg_to_grayscale(capsys, tmp_path, pixels):
+    """image_io.json reads a .jpg scaled to 512 x 512, convolves the RGB planes by a 1 x 1 filter
+    (0.2989, 0.5870, 0.1140) and writes the one output plane as an 8-bit grayscale PNG (clamped
+    to [0, 1], times 255, truncated)."""
     from PIL import Image
+
+    from emulator.dxdispatch import load_model
 
     Image.fromarray(pixels).save(tmp_path / "chihuahua.jpg")
     (tmp_path / "image_io.json").write_text((UPSTREAM / "image_io.json").read_text())
-    code, out, err = cli(capsys, "run", tmp_path / "image_io.json")
-    assert code == 2 and out == ""
-    assert "E_NOTIMPL: DML_OPERATOR_CONVOLUTION is valid" in err
+    code, out, _ = cli(capsys, "run", tmp_path / "image_io.json")
+    assert (code, out) == (0, "")
+    rgb = load_model(tmp_path / "image_io.json").resources["input"].buffer.numpy(np.float32)
+    planes = rgb.reshape(3, 512, 512).astype(np.float64)
+    gray = sum(np.float32(w) * planes[c] for c, w in enumerate((0.2989, 0.5870, 0.1140)))
+    want = np.floor(np.clip(gray, 0, 1) * 255)
+    got = np.asarray(Image.open(tmp_path / "output.png"))
+    assert got.shape == (512, 512)
+    # float32 sums may land on the other side of an integer boundary: at most 1 apart
+    assert np.abs(got.astype(np.float64) - want).max() <= 1 and (got == want).mean() > 0.99
 
 
 def test_a_tensor_array_binds_one_source_per_tensor(capsys, tmp_path):

@@ -40,8 +40,9 @@ from ..plan import collapse
 from ..resources import typed_view
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
-DTYPE: dict[T, np.dtype] = {T.DML_TENSOR_DATA_TYPE_FLOAT32: F32, T.DML_TENSOR_DATA_TYPE_FLOAT16: np.dtype(np.float16),
-         T.DML_TENSOR_DATA_TYPE_FLOAT64: F64}
+DTYPE: dict[T, np.dtype] = {T.DML_TENSOR_DATA_TYPE_FLOAT32: F32,
+                             T.DML_TENSOR_DATA_TYPE_FLOAT16: np.dtype(np.float16),
+                             T.DML_TENSOR_DATA_TYPE_FLOAT64: F64}
 COMPUTE = {T.DML_TENSOR_DATA_TYPE_FLOAT32: T.DML_TENSOR_DATA_TYPE_FLOAT32,
            T.DML_TENSOR_DATA_TYPE_FLOAT16: T.DML_TENSOR_DATA_TYPE_FLOAT32,
            T.DML_TENSOR_DATA_TYPE_FLOAT64: T.DML_TENSOR_DATA_TYPE_FLOAT64}
@@ -172,13 +173,9 @@ class MatmulPlan:
                         elementwise.module(OP.DML_OPERATOR_ELEMENT_WISE_IDENTITY).plan(v))
         act = fused.operator if fused is not None else None
         epilogue = None
-        if act is not None and act not in SOFTMAXES:
-            v = SimpleNamespace(**vars(fused.values))
-            v.InputTensor, v.OutputTensor, v.FusedActivation, v.fused, v.ScaleBias = \
-                source, out, None, None, None
-            epilogue = elementwise.module(act).plan(v)
-        elif not direct:
-            epilogue = _copy(SimpleNamespace(InputTensor=source, OutputTensor=out))
+        elementwise_act = fused if act is not None and act not in SOFTMAXES else None
+        if elementwise_act is not None or not direct:
+            epilogue = activation_epilogue(elementwise_act, source, out)
         softmax = None
         if act in SOFTMAXES:
             from ..plan import SoftmaxPlan
@@ -200,10 +197,10 @@ class MatmulPlan:
         out: dict[str, np.ndarray] = {}
         for op in (self.a, self.b):
             if op.layout(self.compute) is None:
-                out[op.name] = scratch(op.packed_shape(self.sizes), self.compute,
-                                       f"{self.operator}: {op.name} packed")
+                out["packed " + op.name] = scratch(op.packed_shape(self.sizes), self.compute,
+                                                   f"{self.operator}: {op.name} packed")
         if self.target is not None:
-            out["target"] = scratch((*self.sizes, self.m, self.n), self.compute,
+            out["product"] = scratch((*self.sizes, self.m, self.n), self.compute,
                                     f"{self.operator}: the product before its epilogue")
         return out
 
@@ -217,22 +214,21 @@ class MatmulPlan:
         compute = self.compute
         operands = []
         for op in (self.a, self.b):
-            if op.name in space:  # packed: a dense copy, one matrix per varying batch index
-                dense = space[op.name]
+            as_bound = op.layout(compute)
+            if as_bound is None:  # packed: a dense copy, one matrix per varying batch index
+                dense = space["packed " + op.name]
                 np.copyto(dense, op.view(regions[op.name], self._varying(op)), casting="unsafe")
                 item = compute.itemsize
                 strides = tuple(s // item if n > 1 else 0
                                 for s, n in zip(dense.strides[:-2], dense.shape[:-2]))
                 operands.append((dense.reshape(-1), strides, (False, op.cols)))
             else:
-                as_bound = op.layout(compute)
-                assert as_bound is not None
                 operands.append((typed_view(regions[op.name], compute), op.batch, as_bound))
         if self.target is None:
             target = typed_view(regions[self.out.name], compute)
             t_batch, t_rs, t_cs = self.out.batch, self.out.rs, self.out.cs
         else:
-            target = space["target"].reshape(-1)
+            target = space["product"].reshape(-1)
             t_batch, t_rs, t_cs = self.target, self.n, 1
         t_regions = {"InputTensor": target.view(np.uint8), "OutputTensor": target.view(np.uint8)}
         beta = 0.0
@@ -278,6 +274,20 @@ class MatmulPlan:
 
     def _varying(self, op: Operand) -> tuple[int, ...]:
         return tuple(n if s else 1 for n, s in zip(self.sizes, op.batch))
+
+
+def activation_epilogue(fused: Any, source: Any, out: Any) -> Any:
+    """The element-wise plan from ``source`` (a FLOAT32/FLOAT64 tensor) to ``out``: the fused
+    activation's own standalone kernel (its attributes as validated), or CAST's rounding copy
+    when there is none. (Not for SOFTMAX, which is not element-wise.)"""
+    from .. import elementwise
+
+    if fused is None:
+        return _copy(SimpleNamespace(InputTensor=source, OutputTensor=out))
+    v = SimpleNamespace(**vars(fused.values))
+    v.InputTensor, v.OutputTensor, v.FusedActivation, v.fused, v.ScaleBias = \
+        source, out, None, None, None
+    return elementwise.module(fused.operator).plan(v)
 
 
 def _copy(v: SimpleNamespace) -> Any:

@@ -1,5 +1,6 @@
-"""The compute rows on the matrix-multiply core (``matmul.MatmulPlan``): GEMM now; the
-convolutions, attention and the recurrent operators join as rows of this table.
+"""The compute rows on the matrix-multiply core (``matmul.MatmulPlan``): GEMM and CONVOLUTION
+(``conv.ConvPlan``) now; the integer convolutions, attention and the recurrent operators join as
+rows of this table.
 
 GEMM (every level): ``Output = FusedActivation(Alpha * TransA(A) x TransB(B) + Beta * C)`` for
 each of the BatchCount x ChannelCount matrices (2 to 4 dimensions from 4_0, 4 before), FLOAT32 or
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from descriptors import DML_MATRIX_TRANSFORM
+from descriptors import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_MATRIX_TRANSFORM
 from descriptors import DML_OPERATOR_TYPE as OP
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
@@ -24,10 +25,12 @@ from ..activations import params_of
 from ..family import Row
 from ..ops.common import ieee_reference
 from ..ops.softmax import axes_function
+from .conv import ConvPlan
 from .matmul import MatmulPlan
 
 TRANSPOSE = DML_MATRIX_TRANSFORM.DML_MATRIX_TRANSFORM_TRANSPOSE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
+ALL3 = (slice(None),) * 3  # every batch item, group and channel
 
 
 def fused_reference(fused: Any, y: np.ndarray) -> np.ndarray:
@@ -67,6 +70,67 @@ def gemm_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
     return {"OutputTensor": y.astype(inputs["ATensor"].dtype)}
 
 
+def convolve(x: np.ndarray, w: np.ndarray, v: SimpleNamespace) -> np.ndarray:
+    """The convolution of float64 ``x`` {N, C, spatial..} by ``w`` as the page defines it, before
+    the bias: FORWARD slides the filter over the padded input (cross-correlation; CONVOLUTION
+    flips the filter first); BACKWARD is the transposed convolution, written as its own
+    definition: every input element scatters input x filter into the full output
+    ((In - 1) * Stride + (Kernel - 1) * Dilation + 1 + OutputPadding along each dimension), from
+    which StartPadding and EndPadding are cut."""
+    g, dims = v.GroupCount, v.DimensionCount
+    if v.Mode == DML_CONVOLUTION_MODE.DML_CONVOLUTION_MODE_CONVOLUTION:
+        w = np.flip(w, tuple(range(2, 2 + dims)))
+    n, c = x.shape[:2]
+    kernel = w.shape[2:]
+    taps = list(np.ndindex(*kernel))
+    if v.Direction == DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_FORWARD:
+        cog = w.shape[0] // g
+        pad = [(0, 0), (0, 0)] + [(v.StartPadding[d], v.EndPadding[d]) for d in range(dims)]
+        xp = np.pad(x, pad)
+        out_sp = [(xp.shape[2 + d] - ((kernel[d] - 1) * v.Dilations[d] + 1)) // v.Strides[d] + 1
+                  for d in range(dims)]
+        y = np.zeros((n, w.shape[0], *out_sp))
+        xg = xp.reshape(n, g, c // g, *xp.shape[2:])
+        wg = w.reshape(g, cog, c // g, *kernel)
+        for t in taps:
+            window = xg[ALL3 + tuple(slice(t[d] * v.Dilations[d],
+                                           t[d] * v.Dilations[d] + (out_sp[d] - 1)
+                                           * v.Strides[d] + 1, v.Strides[d])
+                                     for d in range(dims))]
+            y += np.einsum("ngi...,goi->ngo...", window, wg[ALL3 + t]).reshape(y.shape)
+        return y
+    cog = w.shape[1]
+    full = [(x.shape[2 + d] - 1) * v.Strides[d] + (kernel[d] - 1) * v.Dilations[d] + 1
+            + v.OutputPadding[d] for d in range(dims)]
+    y = np.zeros((n, g, cog, *full))
+    xg = x.reshape(n, g, c // g, *x.shape[2:])
+    wg = w.reshape(g, c // g, cog, *kernel)
+    for t in taps:
+        contribution = np.einsum("ngi...,gio->ngo...", xg, wg[ALL3 + t])
+        index = tuple(slice(t[d] * v.Dilations[d],
+                            t[d] * v.Dilations[d] + (x.shape[2 + d] - 1) * v.Strides[d] + 1,
+                            v.Strides[d]) for d in range(dims))
+        y[ALL3 + index] += contribution
+    y = y.reshape(n, g * cog, *full)
+    return y[ALL3[:2] + tuple(slice(v.StartPadding[d], full[d] - v.EndPadding[d])
+                              for d in range(dims))]
+
+
+@ieee_reference
+def convolution_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
+                          ) -> dict[str, np.ndarray]:
+    """The page's steps in float64: the convolution, the bias broadcast over each output channel
+    and added, the fused activation; rounded once."""
+    x = inputs["InputTensor"]
+    y = convolve(x.astype(np.float64), inputs["FilterTensor"].astype(np.float64), v)
+    bias = inputs.get("BiasTensor")
+    if bias is not None:
+        y = y + bias.astype(np.float64)
+    y = fused_reference(v.FusedActivation, y)
+    return {"OutputTensor": y.astype(x.dtype)}
+
+
 ROWS = (
     Row(OP.DML_OPERATOR_GEMM, gemm_plan, gemm_reference, FLOATS),
+    Row(OP.DML_OPERATOR_CONVOLUTION, ConvPlan.build, convolution_reference, FLOATS),
 )
