@@ -63,6 +63,8 @@ class ConvPlan:
     w_shape: tuple[int, ...]  # [G, Cout/G, Cin/G * taps]
     target: tuple[int, ...] | None  # the dense scratch output's shape; None: the output itself
     epilogue: Any
+    depthwise: bool = False  # one input and one output channel per group: kernels.depthwise
+    bias_view: tuple | None = None  # (sizes, strides, dtype) of the bias, for depthwise
 
     @classmethod
     def build(cls, v: SimpleNamespace) -> ConvPlan:
@@ -108,7 +110,8 @@ class ConvPlan:
             b1 = bias.strides[1]
             c = _tensor(bias.data_type, (n, g, cog, positions), (0, cog * b1, b1, 0))
         out_sp = collapse(o_sp, out.strides[2:])
-        direct = out.data_type == compute_type and len(out_sp[0]) == 1
+        depthwise = g > 1 and cig == 1 and cog == 1 and not backward
+        direct = out.data_type == compute_type and len(out_sp[0]) == 1 and not depthwise
         if direct:
             mm_out = _tensor(out.data_type, (n, g, cog, positions),
                              (out.strides[0], cog * out.strides[1], out.strides[1],
@@ -125,11 +128,21 @@ class ConvPlan:
         matmul = MatmulPlan.build("DML_OPERATOR_CONVOLUTION", a, b, mm_out, False, False, 1.0,
                                   c, 1.0, fused, names)
         f_strides = tuple(f.strides)
+        if depthwise:
+            geo = int64s([n, g, cig, *[q for d in dims for q in d]])
+        bias_view = None if bias is None else \
+            (tuple(bias.sizes), tuple(bias.strides), DTYPE[bias.data_type])
         return cls((tuple(f.sizes), f_strides, DTYPE[f.data_type]), backward, flip, g, geo,
                    (n, g, kc, positions), int64s([x.strides[0], x.strides[1], *xs]),
-                   DTYPE[x.data_type], matmul, (g, cog, kc), target, epilogue)
+                   DTYPE[x.data_type], matmul, (g, cog, kc), target, epilogue, depthwise,
+                   bias_view)
 
     def reserve(self) -> dict[str, np.ndarray]:
+        if self.depthwise:
+            assert self.target is not None
+            return {"filter": scratch(self.w_shape, np.float32, "CONVOLUTION: the filter"),
+                    "conv_out": scratch(self.target, np.float32,
+                                        "CONVOLUTION: the sums before the epilogue")}
         space = self.matmul.reserve()
         space["filter"] = scratch(self.w_shape, np.float32, "CONVOLUTION: the packed filter")
         if self.geo is not None:
@@ -161,6 +174,22 @@ class ConvPlan:
         self.pack_filter(regions["FilterTensor"], space["filter"])
         inner = dict(regions)
         inner["filter"] = space["filter"].reshape(-1).view(np.uint8)
+        if self.depthwise:
+            from .kernels import depthwise
+
+            bias = np.zeros(self.w_shape[0], np.float32)
+            if self.bias_view is not None:
+                sizes, strides, dtype = self.bias_view
+                view = np.lib.stride_tricks.as_strided(
+                    typed_view(regions["BiasTensor"], dtype), sizes,
+                    tuple(s * dtype.itemsize for s in strides), writeable=False)
+                bias[:] = view.reshape(-1)
+            storage = np.float32 if self.input_dtype == np.float32 else np.uint16
+            depthwise(typed_view(regions["InputTensor"], storage), self.input_strides, self.geo,
+                      space["filter"].reshape(-1), bias, space["conv_out"].reshape(-1))
+            self.epilogue.run({"InputTensor": space["conv_out"].reshape(-1).view(np.uint8),
+                               "OutputTensor": regions["OutputTensor"]})
+            return
         if self.geo is not None:
             from .kernels import im2col
 

@@ -71,13 +71,19 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
                 p2, up2 = geo[8 + 2 * FIELDS], geo[9 + 2 * FIELDS]
                 v0 = t2 * d2 - p2
                 s2 = xs[4]
-                if up2 == 1:
-                    for c in range(o2):
-                        v = v0 + c * st2
-                        if v >= 0 and v < in2:
-                            col[start + c] = load32(x, line + v * s2)
-                        else:
-                            col[start + c] = np.float32(0.0)
+                if up2 == 1:  # the outputs whose v is inside: one range, copied straight
+                    lo = max(0, -((v0) // st2)) if v0 < 0 else 0
+                    hi = (in2 - v0 + st2 - 1) // st2 if in2 > v0 else 0
+                    hi = min(max(hi, lo), o2)
+                    lo = min(lo, hi)
+                    for c in range(lo):
+                        col[start + c] = np.float32(0.0)
+                    first = line + v0 * s2
+                    step = st2 * s2
+                    for c in range(lo, hi):
+                        col[start + c] = load32(x, first + c * step)
+                    for c in range(hi, o2):
+                        col[start + c] = np.float32(0.0)
                 else:
                     for c in range(o2):
                         v = v0 + c * st2
@@ -86,3 +92,43 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
                             col[start + c] = load32(x, line + i * s2)
                         else:
                             col[start + c] = np.float32(0.0)
+
+
+@kernel
+def depthwise(x, xs, geo, w, bias, out):  # pragma: no cover - compiled
+    """A convolution whose groups each hold one input and one output channel, directly:
+    ``out`` [N, C, positions] (dense float32) = bias[c] + the sum over taps (row-major order) of
+    w[c, tap] x the input element the tap reads (``geo`` as for im2col, every ``up`` 1)."""
+    n_count, channels = geo[G_N], geo[G_G]
+    k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
+    o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    in2 = geo[5 + 2 * FIELDS]
+    st2, d2, p2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS], geo[8 + 2 * FIELDS]
+    taps = k0 * k1 * k2
+    s2 = xs[4]
+    for task in prange(n_count * channels * o0 * o1):
+        b = task % o1
+        a = (task // o1) % o0
+        channel = (task // (o1 * o0)) % channels
+        n = task // (o1 * o0 * channels)
+        start = ((n * channels + channel) * o0 + a) * o1 * o2 + b * o2
+        for c in range(o2):
+            out[start + c] = bias[channel]
+        base = n * xs[0] + channel * xs[1]
+        for tap in range(taps):
+            t2 = tap % k2
+            t1 = (tap // k2) % k1
+            t0 = tap // (k2 * k1)
+            i0, ok0 = _coordinate(geo, 0, a, t0)
+            i1, ok1 = _coordinate(geo, 1, b, t1)
+            if not (ok0 and ok1):
+                continue
+            weight = w[channel * taps + tap]
+            v0 = t2 * d2 - p2
+            lo = max(0, -(v0 // st2)) if v0 < 0 else 0
+            hi = (in2 - v0 + st2 - 1) // st2 if in2 > v0 else 0
+            hi = min(max(hi, lo), o2)
+            first = base + i0 * xs[2] + i1 * xs[3] + v0 * s2
+            step = st2 * s2
+            for c in range(min(lo, hi), hi):
+                out[start + c] += weight * load32(x, first + c * step)
