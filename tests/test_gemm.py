@@ -256,3 +256,24 @@ def test_softmax_fuses_only_from_6_1_and_its_axes_index_the_output():
         Axes=[1, 4]))
     with pytest.raises(DMLError, match=r"Axes\[1\]"):
         DMLCreateDevice1(feature_level="6_4").CreateOperator(bad)
+
+
+def test_the_blas_is_numpys_even_when_another_was_loaded_first(monkeypatch):
+    """PyTorch may load MKL before the first GEMM: the emulator must still multiply with (and
+    set the threads of) the BLAS NumPy's own matmul uses."""
+    import threadpoolctl
+
+    real = [c for c in threadpoolctl.ThreadpoolController().lib_controllers
+            if c.user_api == "blas"]
+    assert real, "NumPy's BLAS is visible to threadpoolctl"
+    other = type("Other", (), {"user_api": "blas", "filepath": "/opt/intel/lib/libmkl_rt.so",
+                               "internal_api": "mkl", "version": "2025",
+                               "set_num_threads": lambda self, n: None})()
+
+    class Controller:
+        def __init__(self):
+            self.lib_controllers = [other, *real]
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Controller)
+    found = blas.library.__wrapped__()
+    assert found.name.startswith(real[0].internal_api) and found.gemm

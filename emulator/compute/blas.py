@@ -49,7 +49,11 @@ def library() -> Library:
     blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
     if not blas:  # pragma: no cover - NumPy without a BLAS
         return Library({}, None, "numpy.matmul")
-    lib = blas[0]
+    # NumPy's own (its wheels keep it beside the package), not one another package loaded
+    # first: PyTorch brings MKL, whose threads NumPy's matmul would then not follow.
+    home = os.path.dirname(os.path.dirname(np.__file__))
+    lib = next((c for c in blas if os.path.basename(os.path.dirname(c.filepath)).startswith(
+        ("numpy", ".dylibs")) or c.filepath.startswith(os.path.join(home, "numpy"))), blas[0])
     found: dict[np.dtype, Any] = {}
     dll = ctypes.CDLL(lib.filepath)
     # OpenBLAS as NumPy's wheels build it: "scipy_" prefix, "64_" suffix and 64-bit integers;

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -31,7 +31,7 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..plan import collapse, int64s
 from ..resources import typed_view
-from .matmul import DTYPE, MatmulPlan, activation_epilogue, scratch
+from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue, scratch
 
 BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
 CONVOLUTION = DML_CONVOLUTION_MODE.DML_CONVOLUTION_MODE_CONVOLUTION
@@ -65,6 +65,7 @@ class ConvPlan:
     epilogue: Any
     depthwise: bool = False  # one input and one output channel per group: kernels.depthwise
     bias_view: tuple | None = None  # (sizes, strides, dtype) of the bias, for depthwise
+    spare: Spare = field(default_factory=Spare)
 
     @classmethod
     def build(cls, v: SimpleNamespace) -> ConvPlan:
@@ -138,12 +139,17 @@ class ConvPlan:
                    bias_view)
 
     def reserve(self) -> dict[str, np.ndarray]:
+        """Every scratch array of a dispatch (the last dispatch's, when kept)."""
+        kept = self.spare.take()
+        return kept if kept is not None else self.allocate()
+
+    def allocate(self) -> dict[str, np.ndarray]:
         if self.depthwise:
             assert self.target is not None
             return {"filter": scratch(self.w_shape, np.float32, "CONVOLUTION: the filter"),
                     "conv_out": scratch(self.target, np.float32,
                                         "CONVOLUTION: the sums before the epilogue")}
-        space = self.matmul.reserve()
+        space = self.matmul.allocate()
         space["filter"] = scratch(self.w_shape, np.float32, "CONVOLUTION: the packed filter")
         if self.geo is not None:
             space["col"] = scratch(self.col_shape, np.float32,
@@ -189,6 +195,7 @@ class ConvPlan:
                       space["filter"].reshape(-1), bias, space["conv_out"].reshape(-1))
             self.epilogue.run({"InputTensor": space["conv_out"].reshape(-1).view(np.uint8),
                                "OutputTensor": regions["OutputTensor"]})
+            self.spare.keep(space)
             return
         if self.geo is not None:
             from .kernels import im2col
@@ -199,7 +206,8 @@ class ConvPlan:
             inner["col"] = space["col"].reshape(-1).view(np.uint8)
         if self.target is not None:
             inner["conv_out"] = space["conv_out"].reshape(-1).view(np.uint8)
-        self.matmul.run(inner, space)
+        self.matmul.run(inner, space, keep=False)
         if self.epilogue is not None:
             self.epilogue.run({"InputTensor": inner["conv_out"],
                                "OutputTensor": regions["OutputTensor"]})
+        self.spare.keep(space)

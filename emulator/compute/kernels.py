@@ -33,8 +33,23 @@ def _coordinate(geo, d, o, t):  # pragma: no cover - compiled
     base = 3 + d * FIELDS
     v = o * geo[base + 3] - geo[base + 5] + t * geo[base + 4]
     up = geo[base + 6]
+    if up == 1:  # (an integer division costs more than the rest of a short line)
+        return v, v >= 0 and v < geo[base + 2]
     i = v // up
     return i, v >= 0 and i < geo[base + 2] and v == i * up
+
+
+@inline
+def _inside(v0, step, size, count):  # pragma: no cover - compiled
+    """The outputs c in [lo, hi) of a line whose input coordinate v0 + c * step lies in
+    [0, size), clamped to [0, count)."""
+    if step == 1:
+        lo, hi = max(0, -v0), size - v0
+    else:
+        lo = -(v0 // step) if v0 < 0 else 0
+        hi = (size - v0 + step - 1) // step if size > v0 else 0
+    hi = min(max(hi, lo), count)
+    return min(lo, hi), hi
 
 
 @kernel
@@ -72,10 +87,7 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
                 v0 = t2 * d2 - p2
                 s2 = xs[4]
                 if up2 == 1:  # the outputs whose v is inside: one range, copied straight
-                    lo = max(0, -((v0) // st2)) if v0 < 0 else 0
-                    hi = (in2 - v0 + st2 - 1) // st2 if in2 > v0 else 0
-                    hi = min(max(hi, lo), o2)
-                    lo = min(lo, hi)
+                    lo, hi = _inside(v0, st2, in2, o2)
                     for c in range(lo):
                         col[start + c] = np.float32(0.0)
                     first = line + v0 * s2
@@ -125,10 +137,8 @@ def depthwise(x, xs, geo, w, bias, out):  # pragma: no cover - compiled
                 continue
             weight = w[channel * taps + tap]
             v0 = t2 * d2 - p2
-            lo = max(0, -(v0 // st2)) if v0 < 0 else 0
-            hi = (in2 - v0 + st2 - 1) // st2 if in2 > v0 else 0
-            hi = min(max(hi, lo), o2)
+            lo, hi = _inside(v0, st2, in2, o2)
             first = base + i0 * xs[2] + i1 * xs[3] + v0 * s2
             step = st2 * s2
-            for c in range(min(lo, hi), hi):
+            for c in range(lo, hi):
                 out[start + c] += weight * load32(x, first + c * step)

@@ -25,8 +25,9 @@ Scratch (packed operands, the target) is taken by ``reserve`` before anything is
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -106,6 +107,25 @@ def scratch(shape: tuple[int, ...], dtype: Any, what: str) -> np.ndarray:
                        f" bytes of scratch ({what})") from None
 
 
+class Spare:
+    """One set of a plan's scratch arrays, kept for its next dispatch: a fresh array of many
+    megabytes pays its page faults again at every dispatch (a ResNet layer's 58 MB im2col
+    matrix). Two dispatches of one plan at once: the second allocates its own."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.kept: dict[str, np.ndarray] | None = None
+
+    def take(self) -> dict[str, np.ndarray] | None:
+        with self.lock:
+            space, self.kept = self.kept, None
+        return space
+
+    def keep(self, space: dict[str, np.ndarray]) -> None:
+        with self.lock:
+            self.kept = space
+
+
 @dataclass(frozen=True, eq=False)
 class MatmulPlan:
     """Output = epilogue(alpha * A x B + beta * C) over every batch coordinate (module doc)."""
@@ -124,6 +144,7 @@ class MatmulPlan:
     prologue: Any  # an ElementWisePlan (C -> target) or None
     epilogue: Any  # an ElementWisePlan (target -> output) or None
     softmax: Any  # a SoftmaxPlan on the output, or None
+    spare: Spare = field(default_factory=Spare)
 
     @classmethod
     def build(cls, operator: str, a: Any, b: Any, out: Any, trans_a: bool, trans_b: bool,
@@ -193,7 +214,12 @@ class MatmulPlan:
         return math.prod(self.sizes)
 
     def reserve(self) -> dict[str, np.ndarray]:
-        """Every scratch array of a dispatch: packed operands and the dense target."""
+        """Every scratch array of a dispatch (the last dispatch's, when kept)."""
+        kept = self.spare.take()
+        return kept if kept is not None else self.allocate()
+
+    def allocate(self) -> dict[str, np.ndarray]:
+        """Fresh scratch: packed operands and the dense target."""
         out: dict[str, np.ndarray] = {}
         for op in (self.a, self.b):
             if op.layout(self.compute) is None:
@@ -205,7 +231,9 @@ class MatmulPlan:
         return out
 
     def run(self, regions: Mapping[str, np.ndarray],
-            reserved: dict[str, np.ndarray] | None = None) -> None:
+            reserved: dict[str, np.ndarray] | None = None, keep: bool = True) -> None:
+        """Execute; ``reserved``: what ``reserve`` returned for this dispatch; ``keep``: hand
+        the scratch back for the next dispatch (a caller that owns it says False)."""
         import numba
 
         from . import blas
@@ -271,6 +299,8 @@ class MatmulPlan:
         if self.softmax is not None:
             self.softmax.run({"InputTensor": regions[self.out.name],
                               "OutputTensor": regions[self.out.name]})
+        if keep:
+            self.spare.keep(space)
 
     def _varying(self, op: Operand) -> tuple[int, ...]:
         return tuple(n if s else 1 for n, s in zip(self.sizes, op.batch))
