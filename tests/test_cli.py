@@ -113,6 +113,9 @@ COMPUTE_MODELS = {
     "dml_gemm": "Resource 'output': 6, 7, 8, 10, 12, 14, 14, 17, 20\n",
     # 1..9 as 3 x 3, each 2 x 2 window summed and halved.
     "dml_convolution_2d": "Resource 'output': 6, 8, 12, 14\n",
+    # Ones {32, 32} x ones (B owned by DML, bound at initialization; compiled as a graph):
+    # every element 32 (no C, so Beta is ignored).
+    "dml_gemm_graph": "Resource 'output': " + ", ".join(["32"] * 1024) + "\n",
     # 27 ones, each 2 x 2 x 2 window (8 ones) times 0.5.
     "dml_convolution_3d": "Resource 'output': 4, 4, 4, 4, 4, 4, 4, 4\n",
 }
