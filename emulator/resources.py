@@ -6,6 +6,7 @@ a buffer is: its bytes are the resource.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,18 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"Buffer({self.size_in_bytes})"
+
+
+def scratch(shape: tuple[int, ...], dtype: Any, operator: str, what: str) -> np.ndarray:
+    """Scratch memory for a dispatch, taken before anything is written: when the process has
+    none left, E_OUTOFMEMORY (naming the operator and what the memory was for) and no buffer
+    changed."""
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError:
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        raise DMLError(E_OUTOFMEMORY, f"{operator}: no memory for {size} bytes of scratch "
+                       f"({what})") from None
 
 
 def typed_view(data: np.ndarray, dtype: Any) -> np.ndarray:

@@ -29,9 +29,10 @@ import numpy as np
 from descriptors import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
-from ..plan import collapse, int64s
-from ..resources import typed_view
-from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue, scratch
+from ..plan import collapse, float_view, int64s
+from ..resources import scratch
+from ..validation import Tensor, packed_strides
+from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue
 
 BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
 CONVOLUTION = DML_CONVOLUTION_MODE.DML_CONVOLUTION_MODE_CONVOLUTION
@@ -39,32 +40,28 @@ F32 = T.DML_TENSOR_DATA_TYPE_FLOAT32
 
 
 def _tensor(data_type: T, sizes: tuple[int, ...], strides: tuple[int, ...]) -> SimpleNamespace:
+    """A tensor the core reads or writes that no desc holds (a view of a bound one, scratch)."""
     return SimpleNamespace(data_type=data_type, sizes=tuple(sizes), strides=tuple(strides),
-                           dim_count=len(sizes), element_size=4 if data_type == F32 else 2)
-
-
-def _dense(sizes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(int(math.prod(sizes[i + 1:])) for i in range(len(sizes)))
+                           dim_count=len(sizes), element_size=DTYPE[data_type].itemsize)
 
 
 @dataclass(frozen=True, eq=False)
 class ConvPlan:
     """A convolution as (filter packing, im2col, MatmulPlan, epilogue); see the module doc."""
 
-    filter_view: tuple  # (sizes, strides, dtype) of the filter as bound
+    filter: Tensor  # as bound
+    bias: Tensor | None  # as bound (read here only by the depthwise path)
     backward: bool
     flip: bool
     groups: int
-    geo: np.ndarray | None  # im2col's geometry; None: the input is the column matrix
-    col_shape: tuple[int, ...]
+    geo: np.ndarray  # the geometry of im2col / depthwise
+    col_shape: tuple[int, ...] | None  # im2col's matrix; None: the input is the column matrix
     input_strides: np.ndarray  # n, c and three spatial element strides
-    input_dtype: np.dtype
-    matmul: MatmulPlan
+    input_size: int  # the input's element size (its storage: float_view)
+    matmul: MatmulPlan | None  # None: the depthwise kernel instead
     w_shape: tuple[int, ...]  # [G, Cout/G, Cin/G * taps]
     target: tuple[int, ...] | None  # the dense scratch output's shape; None: the output itself
     epilogue: Any
-    depthwise: bool = False  # one input and one output channel per group: kernels.depthwise
-    bias_view: tuple | None = None  # (sizes, strides, dtype) of the bias, for depthwise
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
@@ -91,52 +88,49 @@ class ConvPlan:
             else:
                 dims.append((k, o_sp[d], i_sp[d], v.Strides[d], dil, v.StartPadding[d], 1))
         dims = [(1, 1, 1, 1, 1, 0, 1)] * pad3 + dims
-        xs = [0] * pad3 + list(x.strides[2:])
+        geo = int64s([n, g, cig, *[q for d in dims for q in d]])
+        xs = int64s([x.strides[0], x.strides[1], *[0] * pad3, *x.strides[2:]])
+        kc = cig * taps
+        shape = (n, g, cog, positions)
+
+        def from_scratch() -> Any:
+            """The epilogue from a dense FLOAT32 scratch output to the output."""
+            dense = _tensor(F32, out.sizes, packed_strides(out.sizes))
+            return activation_epilogue(v.FusedActivation, dense, out)
+
+        if g > 1 and cig == 1 and cog == 1 and not backward:  # depthwise: no matrix product
+            return cls(f, bias, backward, flip, g, geo, None, xs, x.element_size, None,
+                       (g, cog, kc), shape, from_scratch())
+        # B: the column matrix (dense scratch), or the input itself viewed [N, G, Cin/G, P].
         identity = all(d[0] == 1 and d[3] == 1 and d[5] == 0 and d[6] == 1 and d[1] == d[2]
                        for d in dims)
-        kc = cig * taps
-        compute_type = F32
-        # B: the column matrix (dense scratch), or the input itself viewed [N, G, Cin/G, P].
-        sp = collapse(i_sp, x.strides[2:]) if identity else None
-        if identity and sp is not None and len(sp[0]) == 1:
+        sp = collapse(i_sp, x.strides[2:])
+        col_shape: tuple[int, ...] | None = (n, g, kc, positions)
+        if identity and len(sp[0]) == 1:
             b = _tensor(x.data_type, (n, g, cig, positions),
                         (x.strides[0], cig * x.strides[1], x.strides[1], sp[1][0]))
-            geo = None
+            col_shape = None
         else:
-            b = _tensor(compute_type, (n, g, kc, positions), _dense((n, g, kc, positions)))
-            geo = int64s([n, g, cig, *[q for d in dims for q in d]])
-        a = _tensor(compute_type, (n, g, cog, kc), (0, cog * kc, kc, 1))
+            b = _tensor(F32, (n, g, kc, positions), packed_strides((n, g, kc, positions)))
+        a = _tensor(F32, (n, g, cog, kc), (0, cog * kc, kc, 1))
         c = None
         if bias is not None:
             b1 = bias.strides[1]
-            c = _tensor(bias.data_type, (n, g, cog, positions), (0, cog * b1, b1, 0))
+            c = _tensor(bias.data_type, shape, (0, cog * b1, b1, 0))
         out_sp = collapse(o_sp, out.strides[2:])
-        depthwise = g > 1 and cig == 1 and cog == 1 and not backward
-        direct = out.data_type == compute_type and len(out_sp[0]) == 1 and not depthwise
-        if direct:
-            mm_out = _tensor(out.data_type, (n, g, cog, positions),
-                             (out.strides[0], cog * out.strides[1], out.strides[1],
-                              out_sp[1][0]))
+        if out.data_type == F32 and len(out_sp[0]) == 1:  # the product straight into Output
+            mm_out = _tensor(F32, shape, (out.strides[0], cog * out.strides[1], out.strides[1],
+                                          out_sp[1][0]))
             fused, target, epilogue = v.FusedActivation, None, None
         else:
-            shape = (n, g, cog, positions)
-            mm_out = _tensor(compute_type, shape, _dense(shape))
-            fused, target = None, shape
-            dense = _tensor(compute_type, out.sizes, _dense(out.sizes))
-            epilogue = activation_epilogue(v.FusedActivation, dense, out)
-        names = ("filter", "col" if geo is not None else "InputTensor", "BiasTensor",
-                 "OutputTensor" if direct else "conv_out")
+            mm_out = _tensor(F32, shape, packed_strides(shape))
+            fused, target, epilogue = None, shape, from_scratch()
+        names = ("filter", "InputTensor" if col_shape is None else "col", "BiasTensor",
+                 "OutputTensor" if target is None else "conv_out")
         matmul = MatmulPlan.build("DML_OPERATOR_CONVOLUTION", a, b, mm_out, False, False, 1.0,
                                   c, 1.0, fused, names)
-        f_strides = tuple(f.strides)
-        if depthwise:
-            geo = int64s([n, g, cig, *[q for d in dims for q in d]])
-        bias_view = None if bias is None else \
-            (tuple(bias.sizes), tuple(bias.strides), DTYPE[bias.data_type])
-        return cls((tuple(f.sizes), f_strides, DTYPE[f.data_type]), backward, flip, g, geo,
-                   (n, g, kc, positions), int64s([x.strides[0], x.strides[1], *xs]),
-                   DTYPE[x.data_type], matmul, (g, cog, kc), target, epilogue, depthwise,
-                   bias_view)
+        return cls(f, bias, backward, flip, g, geo, col_shape, xs, x.element_size, matmul,
+                   (g, cog, kc), target, epilogue)
 
     def reserve(self) -> dict[str, np.ndarray]:
         """Every scratch array of a dispatch (the last dispatch's, when kept)."""
@@ -144,69 +138,49 @@ class ConvPlan:
         return kept if kept is not None else self.allocate()
 
     def allocate(self) -> dict[str, np.ndarray]:
-        if self.depthwise:
-            assert self.target is not None
-            return {"filter": scratch(self.w_shape, np.float32, "CONVOLUTION: the filter"),
-                    "conv_out": scratch(self.target, np.float32,
-                                        "CONVOLUTION: the sums before the epilogue")}
-        space = self.matmul.allocate()
-        space["filter"] = scratch(self.w_shape, np.float32, "CONVOLUTION: the packed filter")
-        if self.geo is not None:
-            space["col"] = scratch(self.col_shape, np.float32,
-                                   "CONVOLUTION: the input windows (im2col)")
+        """Fresh scratch: the core's, the packed filter, im2col's matrix, the dense output."""
+        op = "DML_OPERATOR_CONVOLUTION"
+        space = self.matmul.allocate() if self.matmul is not None else {}
+        space["filter"] = scratch(self.w_shape, np.float32, op, "the packed filter")
+        if self.matmul is not None and self.col_shape is not None:
+            space["col"] = scratch(self.col_shape, np.float32, op, "the input windows (im2col)")
         if self.target is not None:
-            space["conv_out"] = scratch(self.target, np.float32,
-                                      "CONVOLUTION: the product before its epilogue")
+            space["conv_out"] = scratch(self.target, np.float32, op,
+                                        "the sums before the epilogue")
         return space
 
     def pack_filter(self, region: np.ndarray, w: np.ndarray) -> None:
         """The filter as bound → ``w`` [G, Cout/G, Cin/G * taps] in the compute orientation."""
-        sizes, strides, dtype = self.filter_view
-        item = dtype.itemsize
-        f = np.lib.stride_tricks.as_strided(typed_view(region, dtype), sizes,
-                                            tuple(s * item for s in strides), writeable=False)
-        g = self.groups
-        if self.backward:  # [Cin, Cout/G, k..] -> [G, Cout/G, Cin/G, k..]
-            f = f.reshape(g, sizes[0] // g, *sizes[1:]).swapaxes(1, 2)
-        else:
-            f = f.reshape(g, sizes[0] // g, *sizes[1:])
+        sizes, g = self.filter.sizes, self.groups
+        f = self.filter.view(region).reshape(g, sizes[0] // g, *sizes[1:])
+        if self.backward:  # [G, Cin/G, Cout/G, k..] -> [G, Cout/G, Cin/G, k..]
+            f = f.swapaxes(1, 2)
         if self.flip:
             f = np.flip(f, tuple(range(3, f.ndim)))
         np.copyto(w.reshape(f.shape), f, casting="unsafe")
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
+        from . import kernels
+
         space = reserved if reserved is not None else self.reserve()
         self.pack_filter(regions["FilterTensor"], space["filter"])
+        x = float_view(regions["InputTensor"], self.input_size)
         inner = dict(regions)
         inner["filter"] = space["filter"].reshape(-1).view(np.uint8)
-        if self.depthwise:
-            from .kernels import depthwise
-
-            bias = np.zeros(self.w_shape[0], np.float32)
-            if self.bias_view is not None:
-                sizes, strides, dtype = self.bias_view
-                view = np.lib.stride_tricks.as_strided(
-                    typed_view(regions["BiasTensor"], dtype), sizes,
-                    tuple(s * dtype.itemsize for s in strides), writeable=False)
-                bias[:] = view.reshape(-1)
-            storage = np.float32 if self.input_dtype == np.float32 else np.uint16
-            depthwise(typed_view(regions["InputTensor"], storage), self.input_strides, self.geo,
-                      space["filter"].reshape(-1), bias, space["conv_out"].reshape(-1))
-            self.epilogue.run({"InputTensor": space["conv_out"].reshape(-1).view(np.uint8),
-                               "OutputTensor": regions["OutputTensor"]})
-            self.spare.keep(space)
-            return
-        if self.geo is not None:
-            from .kernels import im2col
-
-            storage = np.float32 if self.input_dtype == np.float32 else np.uint16
-            im2col(typed_view(regions["InputTensor"], storage), self.input_strides, self.geo,
-                   space["col"].reshape(-1))
-            inner["col"] = space["col"].reshape(-1).view(np.uint8)
         if self.target is not None:
             inner["conv_out"] = space["conv_out"].reshape(-1).view(np.uint8)
-        self.matmul.run(inner, space, keep=False)
+        if self.matmul is None:
+            bias = np.zeros(self.w_shape[0], np.float32)
+            if self.bias is not None:
+                bias[:] = self.bias.view(regions["BiasTensor"]).reshape(-1)
+            kernels.depthwise(x, self.input_strides, self.geo, space["filter"].reshape(-1), bias,
+                              space["conv_out"].reshape(-1))
+        else:
+            if self.col_shape is not None:
+                kernels.im2col(x, self.input_strides, self.geo, space["col"].reshape(-1))
+                inner["col"] = space["col"].reshape(-1).view(np.uint8)
+            self.matmul.run(inner, space, keep=False)
         if self.epilogue is not None:
             self.epilogue.run({"InputTensor": inner["conv_out"],
                                "OutputTensor": regions["OutputTensor"]})

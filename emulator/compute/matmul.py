@@ -24,7 +24,6 @@ Scratch (packed operands, the target) is taken by ``reserve`` before anything is
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,9 +35,9 @@ import numpy as np
 from descriptors import DML_OPERATOR_TYPE as OP
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
-from ..errors import E_OUTOFMEMORY, DMLError
 from ..plan import collapse
-from ..resources import typed_view
+from ..resources import scratch, typed_view
+from ..validation import packed_strides
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 DTYPE: dict[T, np.dtype] = {T.DML_TENSOR_DATA_TYPE_FLOAT32: F32,
@@ -95,16 +94,6 @@ class Operand:
         return np.lib.stride_tricks.as_strided(
             data, (*sizes, self.rows, self.cols),
             tuple(s * item for s in (*self.batch, self.rs, self.cs)), writeable=False)
-
-
-def scratch(shape: tuple[int, ...], dtype: Any, what: str) -> np.ndarray:
-    """Scratch memory for a dispatch, taken before anything is written: when the process has
-    none left, E_OUTOFMEMORY and no buffer changed."""
-    try:
-        return np.empty(shape, dtype)
-    except MemoryError:
-        raise DMLError(E_OUTOFMEMORY, f"no memory for {math.prod(shape) * np.dtype(dtype).itemsize}"
-                       f" bytes of scratch ({what})") from None
 
 
 class Spare:
@@ -165,8 +154,7 @@ class MatmulPlan:
         direct = out.data_type == compute_type and \
             blas_layout(m, n, out.strides[-2], out.strides[-1]) is not None and \
             0 not in out.strides[-2:]
-        dense = [int(np.prod(out.sizes[i + 1:], dtype=np.int64)) for i in range(rank)]
-        target_strides = tuple(out.strides) if direct else tuple(dense)
+        target_strides = tuple(out.strides) if direct else packed_strides(out.sizes)
 
         def batch_strides(t: Any) -> tuple[int, ...]:
             return tuple(t.strides[:-2])
@@ -184,8 +172,7 @@ class MatmulPlan:
         pa = operand(names[0], a, trans_a, collapsed[0])
         pb = operand(names[1], b, trans_b, collapsed[1])
         po = operand(names[3], out, False, collapsed[2])
-        target_type = compute_type
-        source = SimpleNamespace(data_type=target_type, sizes=out.sizes, strides=target_strides)
+        source = SimpleNamespace(data_type=compute_type, sizes=out.sizes, strides=target_strides)
         prologue = None
         if c is not None:
             v = SimpleNamespace(InputTensor=c, OutputTensor=source, FusedActivation=None,
@@ -209,10 +196,6 @@ class MatmulPlan:
                    None if direct else tuple(collapsed[3]), float(alpha), prologue, epilogue,
                    softmax)
 
-    @property
-    def batches(self) -> int:
-        return math.prod(self.sizes)
-
     def reserve(self) -> dict[str, np.ndarray]:
         """Every scratch array of a dispatch (the last dispatch's, when kept)."""
         kept = self.spare.take()
@@ -224,10 +207,10 @@ class MatmulPlan:
         for op in (self.a, self.b):
             if op.layout(self.compute) is None:
                 out["packed " + op.name] = scratch(op.packed_shape(self.sizes), self.compute,
-                                                   f"{self.operator}: {op.name} packed")
+                                                   self.operator, f"{op.name} packed")
         if self.target is not None:
             out["product"] = scratch((*self.sizes, self.m, self.n), self.compute,
-                                    f"{self.operator}: the product before its epilogue")
+                                     self.operator, "the product before its epilogue")
         return out
 
     def run(self, regions: Mapping[str, np.ndarray],
@@ -245,7 +228,7 @@ class MatmulPlan:
             as_bound = op.layout(compute)
             if as_bound is None:  # packed: a dense copy, one matrix per varying batch index
                 dense = space["packed " + op.name]
-                np.copyto(dense, op.view(regions[op.name], self._varying(op)), casting="unsafe")
+                np.copyto(dense, op.view(regions[op.name], dense.shape[:-2]), casting="unsafe")
                 item = compute.itemsize
                 strides = tuple(s // item if n > 1 else 0
                                 for s, n in zip(dense.strides[:-2], dense.shape[:-2]))
@@ -258,11 +241,11 @@ class MatmulPlan:
         else:
             target = space["product"].reshape(-1)
             t_batch, t_rs, t_cs = self.target, self.n, 1
-        t_regions = {"InputTensor": target.view(np.uint8), "OutputTensor": target.view(np.uint8)}
+        target_bytes = target.view(np.uint8)
         beta = 0.0
         if self.prologue is not None:
             name, plan = self.prologue
-            plan.run({"InputTensor": regions[name], "OutputTensor": t_regions["OutputTensor"]})
+            plan.run({"InputTensor": regions[name], "OutputTensor": target_bytes})
             beta = 1.0
         t_layout = blas_layout(self.m, self.n, t_rs, t_cs)
         assert t_layout is not None
@@ -294,16 +277,13 @@ class MatmulPlan:
                 product += tv
             tv[...] = product
         if self.epilogue is not None:
-            self.epilogue.run({"InputTensor": t_regions["InputTensor"],
+            self.epilogue.run({"InputTensor": target_bytes,
                                "OutputTensor": regions[self.out.name]})
         if self.softmax is not None:
             self.softmax.run({"InputTensor": regions[self.out.name],
                               "OutputTensor": regions[self.out.name]})
         if keep:
             self.spare.keep(space)
-
-    def _varying(self, op: Operand) -> tuple[int, ...]:
-        return tuple(n if s else 1 for n, s in zip(self.sizes, op.batch))
 
 
 def activation_epilogue(fused: Any, source: Any, out: Any) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import E_OUTOFMEMORY, DMLError
+from .. import resources
 from ..plan import collapse
 from ..validation import Context, Tensor, fmt, same
 from .common import FLOAT32, INT8, UINT8
@@ -107,14 +107,9 @@ _NO_PANELS = (np.empty((0, 0, 0), np.int8), np.empty((0, 0, 0), np.int32))
 
 
 def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """Scratch memory for a dispatch, taken before anything is written: when the process has
-    none left, E_OUTOFMEMORY and no buffer changed."""
-    try:
-        return np.empty(shape, dtype)
-    except MemoryError:
-        raise DMLError(E_OUTOFMEMORY, "DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY: no memory "
-                       f"for {math.prod(shape) * np.dtype(dtype).itemsize} bytes of scratch "
-                       "(packed BTensor)") from None
+    """The packed B of a dispatch (``resources.scratch``: E_OUTOFMEMORY before any write)."""
+    return resources.scratch(shape, dtype, "DML_OPERATOR_QUANTIZED_LINEAR_MATRIX_MULTIPLY",
+                             "packed BTensor")
 
 
 @dataclass(frozen=True, eq=False)
