@@ -19,10 +19,8 @@ from descriptors import *
 from emulator import DMLCreateDevice1
 from emulator.activations import ACTIVATIONS
 from emulator.compute.table import convolve
-from emulator.registry import REGISTRY
 
-from .helpers import SENTINEL, addressed_mask, desc, layout, logical, strided_buffer
-from .test_gemm import activation_desc, assert_within
+from .test_gemm import assert_within, dispatch_case, product_bound
 
 T = DML_TENSOR_DATA_TYPE
 OP = DML_OPERATOR_TYPE
@@ -30,7 +28,6 @@ F32, F16 = T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16
 DTYPES = {F32: np.float32, F16: np.float16}
 FORWARD, BACKWARD = DML_CONVOLUTION_DIRECTION_FORWARD, DML_CONVOLUTION_DIRECTION_BACKWARD
 CROSS, CONV = DML_CONVOLUTION_MODE_CROSS_CORRELATION, DML_CONVOLUTION_MODE_CONVOLUTION
-U = 2.0 ** -24
 FUSABLE = [a for a in ACTIVATIONS if a.fusable_from]
 
 
@@ -88,40 +85,23 @@ def output_sizes(x, f, a):
 
 
 def run_case(device, rng, dt, x_sizes, f_sizes, attrs, with_bias, act=None):
-    dtype = DTYPES[dt]
     o_sizes = output_sizes(x_sizes, f_sizes, attrs)
     b_sizes = [1, o_sizes[1]] + [1] * attrs["DimensionCount"]
-    tensors, raws, arrays = {}, {}, {}
-    for name, s in (("InputTensor", x_sizes), ("FilterTensor", f_sizes), ("BiasTensor", b_sizes)):
-        if name == "BiasTensor" and not with_bias:
-            continue
-        strides = layout(rng, s, True)
-        raw = strided_buffer(rng, dt, s, strides, fill=0)
-        view = logical(raw, dtype, s, strides)
-        view[...] = rng.standard_normal(s).astype(dtype)
-        tensors[name], raws[name], arrays[name] = desc(dt, s, strides), raw, np.array(view)
-    o_strides = layout(rng, o_sizes, False)
-    raw_out = strided_buffer(rng, dt, o_sizes, o_strides, fill=SENTINEL)
-    fused, slope = activation_desc(rng, act, len(o_sizes)) if act is not None else (None, 1.0)
-    op = DML_CONVOLUTION_OPERATOR_DESC(**tensors, OutputTensor=desc(dt, o_sizes, o_strides),
-                                       FusedActivation=fused, **attrs)
-    device.execute(op, [raws["InputTensor"], raws["FilterTensor"], raws.get("BiasTensor")],
-                   [raw_out])
-    untouched = ~addressed_mask(raw_out.size, np.dtype(dtype).itemsize, o_sizes, o_strides)
-    assert (raw_out[untouched] == SENTINEL).all(), "a gap of the output was written"
-    got = np.array(logical(raw_out, dtype, o_sizes, o_strides)).astype(np.float64)
-    v = device.CreateOperator(op).validated.values
-    want = REGISTRY[OP.DML_OPERATOR_CONVOLUTION].module.reference(v, arrays)["OutputTensor"]
+
+    def make_op(tensors, out, fused):
+        return DML_CONVOLUTION_OPERATOR_DESC(**tensors, OutputTensor=out, FusedActivation=fused,
+                                             **attrs)
+
+    got, want, arrays, v, fused, slope = dispatch_case(
+        device, rng, dt, OP.DML_OPERATOR_CONVOLUTION,
+        [("InputTensor", x_sizes), ("FilterTensor", f_sizes),
+         ("BiasTensor", b_sizes if with_bias else None)], o_sizes, make_op, act)
     magnitude = convolve(np.abs(arrays["InputTensor"].astype(np.float64)),
                          np.abs(arrays["FilterTensor"].astype(np.float64)), v)
     if with_bias:
         magnitude = magnitude + np.abs(arrays["BiasTensor"].astype(np.float64))
     k = x_sizes[1] // attrs["GroupCount"] * int(np.prod(f_sizes[2:]))
-    bound = (k + 2) * U * magnitude
-    if fused is not None:
-        bound = slope * bound + 4 * np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
-    bound = bound + np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
-    return got, want.astype(np.float64), bound
+    return got, want, product_bound(k, magnitude, want, DTYPES[dt], fused, slope)
 
 
 @pytest.mark.parametrize("spatial", [1, 2, 3])

@@ -60,39 +60,68 @@ def activation_desc(rng, act, rank):
     return cls(**dict(zip(act.params, params))), slope
 
 
-def run_case(device, rng, dt, sizes, trans_a, trans_b, with_c, alpha, beta, act=None,
-             values=None):
-    """One dispatch through random layouts; returns (got, reference, bound)."""
+def dispatch_case(device, rng, dt, op_type, inputs, o_sizes, make_op, act=None, values=None):
+    """``inputs``: (bind point, sizes or None for an absent one) pairs, each in a random layout
+    (padded or zero strides) holding standard normal values (or ``values(name, sizes)``); the
+    output in a random padded layout; a fused activation from ``act``. Dispatches
+    ``make_op(input descs, output desc, fused desc)``, checks that the output's gaps are
+    untouched, and returns (got, reference, inputs' logical arrays, validated values, the fused
+    desc, its slope)."""
     dtype = DTYPES[dt]
-    *batch, m, k, n = sizes
-    a_sizes = [*batch, k, m] if trans_a else [*batch, m, k]
-    b_sizes = [*batch, n, k] if trans_b else [*batch, k, n]
-    o_sizes = [*batch, m, n]
     tensors, raws, arrays = {}, {}, {}
-    for name, s in (("ATensor", a_sizes), ("BTensor", b_sizes), ("CTensor", o_sizes)):
-        if name == "CTensor" and not with_c:
+    for name, s in inputs:
+        if s is None:
             continue
         strides = layout(rng, s, True)
         raw = strided_buffer(rng, dt, s, strides, fill=0)
         view = logical(raw, dtype, s, strides)
         view[...] = (values(name, s) if values else rng.standard_normal(s)).astype(dtype)
-        tensors[name], raws[name] = desc(dt, s, strides), raw
-        arrays[name] = np.array(view)
+        tensors[name], raws[name], arrays[name] = desc(dt, s, strides), raw, np.array(view)
     o_strides = layout(rng, o_sizes, False)
     raw_out = strided_buffer(rng, dt, o_sizes, o_strides, fill=SENTINEL)
     fused, slope = activation_desc(rng, act, len(o_sizes)) if act is not None else (None, 1.0)
-    op = DML_GEMM_OPERATOR_DESC(ATensor=tensors["ATensor"], BTensor=tensors["BTensor"],
-                                CTensor=tensors.get("CTensor"), OutputTensor=desc(dt, o_sizes,
-                                                                                  o_strides),
-                                TransA=TRANSPOSE if trans_a else NONE,
-                                TransB=TRANSPOSE if trans_b else NONE, Alpha=alpha, Beta=beta,
-                                FusedActivation=fused)
-    device.execute(op, [raws["ATensor"], raws["BTensor"], raws.get("CTensor")], [raw_out])
+    op = make_op(tensors, desc(dt, o_sizes, o_strides), fused)
+    device.execute(op, [raws.get(name) for name, _ in inputs], [raw_out])
     untouched = ~addressed_mask(raw_out.size, np.dtype(dtype).itemsize, o_sizes, o_strides)
     assert (raw_out[untouched] == SENTINEL).all(), "a gap of the output was written"
     got = np.array(logical(raw_out, dtype, o_sizes, o_strides)).astype(np.float64)
     v = device.CreateOperator(op).validated.values
-    want = REGISTRY[OP.DML_OPERATOR_GEMM].module.reference(v, arrays)["OutputTensor"]
+    want = REGISTRY[op_type].module.reference(v, arrays)["OutputTensor"]
+    return got, want.astype(np.float64), arrays, v, fused, slope
+
+
+def product_bound(k, magnitude, want, dtype, fused=None, slope=1.0, groups=None):
+    """The stated bound (module doc) for a dot product of K terms of total ``magnitude``: through
+    a fused activation its slope times that (``groups``: the axes a softmax normalizes, whose
+    inputs' largest error bounds each output) plus the activation's 4 ULP; then the rounding to
+    the output type."""
+    ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+    bound = (k + 2) * U * magnitude
+    if fused is not None:
+        if groups is not None:
+            bound = np.max(bound, axis=groups, keepdims=True) * np.ones_like(bound)
+        bound = slope * bound + 4 * ulp
+    return bound + ulp
+
+
+def run_case(device, rng, dt, sizes, trans_a, trans_b, with_c, alpha, beta, act=None,
+             values=None):
+    """One dispatch through random layouts; returns (got, reference, bound)."""
+    *batch, m, k, n = sizes
+    a_sizes = [*batch, k, m] if trans_a else [*batch, m, k]
+    b_sizes = [*batch, n, k] if trans_b else [*batch, k, n]
+    o_sizes = [*batch, m, n]
+
+    def make_op(tensors, out, fused):
+        return DML_GEMM_OPERATOR_DESC(**tensors, OutputTensor=out,
+                                      TransA=TRANSPOSE if trans_a else NONE,
+                                      TransB=TRANSPOSE if trans_b else NONE, Alpha=alpha,
+                                      Beta=beta, FusedActivation=fused)
+
+    got, want, arrays, _, fused, slope = dispatch_case(
+        device, rng, dt, OP.DML_OPERATOR_GEMM,
+        [("ATensor", a_sizes), ("BTensor", b_sizes), ("CTensor", o_sizes if with_c else None)],
+        o_sizes, make_op, act, values)
     a = arrays["ATensor"].astype(np.float64)
     b = arrays["BTensor"].astype(np.float64)
     a = np.swapaxes(a, -1, -2) if trans_a else a
@@ -100,16 +129,10 @@ def run_case(device, rng, dt, sizes, trans_a, trans_b, with_c, alpha, beta, act=
     magnitude = abs(np.float32(alpha)) * np.matmul(np.abs(a), np.abs(b))
     if with_c:
         magnitude = magnitude + abs(np.float32(beta)) * np.abs(arrays["CTensor"].astype(np.float64))
-    bound = (k + 2) * U * magnitude
-    if fused is not None:
-        if act in (SOFTMAX, SOFTMAX1):  # at most the largest error of the group's inputs
-            axes = (len(o_sizes) - 1,) if act is SOFTMAX else tuple(fused.Axes)
-            bound = np.max(bound, axis=axes, keepdims=True) * np.ones_like(bound)
-        bound = slope * bound
-        # the pre-activation rounded once, then the activation's own error
-        bound = bound + 4 * np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
-    bound = bound + np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
-    return got, want.astype(np.float64), bound
+    groups = None
+    if act in (SOFTMAX, SOFTMAX1):
+        groups = (len(o_sizes) - 1,) if act is SOFTMAX else tuple(fused.Axes)
+    return got, want, product_bound(k, magnitude, want, DTYPES[dt], fused, slope, groups)
 
 
 def assert_within(got, want, bound, what):
@@ -277,3 +300,41 @@ def test_the_blas_is_numpys_even_when_another_was_loaded_first(monkeypatch):
     monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Controller)
     found = blas.library.__wrapped__()
     assert found.name.startswith(real[0].internal_api) and found.gemm
+
+
+@pytest.mark.parametrize("module,what", [
+    ("emulator.compute.matmul", "DML_OPERATOR_GEMM: no memory for 4611686018427387904 bytes of "
+                                "scratch (ATensor packed)"),
+    ("emulator.compute.conv", "DML_OPERATOR_CONVOLUTION: no memory for 4611686018427387904 "
+                              "bytes of scratch (the packed filter)"),
+])
+def test_no_memory_for_scratch_is_e_outofmemory_before_any_write(monkeypatch, module, what):
+    """Scratch that cannot be had (here 4 EiB): E_OUTOFMEMORY naming the operator and what the
+    memory was for, and the output untouched."""
+    import importlib
+
+    from emulator import resources
+
+    monkeypatch.setattr(importlib.import_module(module), "scratch",
+                        lambda shape, dtype, op, why: resources.scratch((1 << 62,), np.uint8, op,
+                                                                        why))
+    device = DMLCreateDevice1(feature_level="6_4")
+    x = np.ones((1, 1, 4, 4), np.float16)
+    out = np.full((1, 1, 4, 4), 7, np.float16)
+    if module.endswith("matmul"):  # FLOAT16 operands are packed into FLOAT32 copies
+        op = DML_GEMM_OPERATOR_DESC(ATensor=desc(F16, x.shape), BTensor=desc(F16, x.shape),
+                                    OutputTensor=desc(F16, out.shape), TransA=NONE,
+                                    TransB=NONE, Alpha=1.0, Beta=0.0)
+    else:
+        op = DML_CONVOLUTION_OPERATOR_DESC(
+            InputTensor=desc(F16, x.shape), FilterTensor=desc(F16, (1, 1, 1, 1)),
+            OutputTensor=desc(F16, out.shape),
+            Mode=DML_CONVOLUTION_MODE_CROSS_CORRELATION,
+            Direction=DML_CONVOLUTION_DIRECTION_FORWARD, DimensionCount=2, Strides=[1, 1],
+            Dilations=[1, 1], StartPadding=[0, 0], EndPadding=[0, 0], OutputPadding=[0, 0],
+            GroupCount=1)
+    w = x if module.endswith("matmul") else np.ones((1, 1, 1, 1), np.float16)
+    with pytest.raises(DMLError) as e:
+        device.execute(op, [x, w, None], [out])
+    assert e.value.name == "E_OUTOFMEMORY" and what in str(e.value)
+    assert (out == 7).all()
