@@ -500,19 +500,25 @@ def lrn_grad_plan(v: SimpleNamespace) -> LrnPlan:
     return LrnPlan(v, True)
 
 
-def _region_sums(q: np.ndarray, v: SimpleNamespace, transposed: bool = False) -> np.ndarray:
-    """For every element, the sum of q over its local region (``transposed``: over the
-    elements whose region holds it), elements outside the tensor contributing nothing."""
+def _region(index: tuple[int, ...], v: SimpleNamespace, transposed: bool = False) -> tuple:
+    """The local region of the element at ``index`` (clipped at the tensor's start; NumPy clips
+    its end): the channel window, or the spatial one (``transposed``: the elements whose region
+    holds it)."""
     lo, hi = _window(v.LocalSize)
     if transposed:
         lo, hi = hi, lo
-    axes = (1,) if v.CrossChannel else (2, 3)
+    box: list = list(index)
+    for d in (1,) if v.CrossChannel else (2, 3):
+        box[d] = slice(max(index[d] - lo, 0), index[d] + hi + 1)
+    return tuple(box)
+
+
+def _region_sums(q: np.ndarray, v: SimpleNamespace, transposed: bool = False) -> np.ndarray:
+    """For every element, the sum of q over its local region (``transposed``: over the
+    elements whose region holds it), elements outside the tensor contributing nothing."""
     out = np.zeros_like(q)
     for index in np.ndindex(*q.shape):
-        box = list(index)
-        for d in axes:
-            box[d] = slice(max(index[d] - lo, 0), index[d] + hi + 1)
-        out[index] = q[tuple(box)].sum()
+        out[index] = q[_region(index, v, transposed)].sum()
     return out
 
 
@@ -536,14 +542,9 @@ def lrn_grad_float64(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
     # Each region i gives every element j it holds dy_i * x_i * S_i^(-beta-1) (a scatter: the
     # kernel gathers the same sums through the transposed window).
     t = dy * x * np.power(s, -beta - 1.0)
-    lo, hi = _window(v.LocalSize)
-    axes = (1,) if v.CrossChannel else (2, 3)
     spread = np.zeros_like(t)
     for index in np.ndindex(*t.shape):
-        box = list(index)
-        for d in axes:
-            box[d] = slice(max(index[d] - lo, 0), index[d] + hi + 1)
-        spread[tuple(box)] += t[index]
+        spread[_region(index, v)] += t[index]
     coef = 2.0 * float(v.Alpha) * beta / v.LocalSize
     return {"OutputGradientTensor": dy * np.power(s, -beta) - coef * x * spread}
 
