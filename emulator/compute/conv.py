@@ -62,6 +62,7 @@ class ConvPlan:
     w_shape: tuple[int, ...]  # [G, Cout/G, Cin/G * taps]
     target: tuple[int, ...] | None  # the dense scratch output's shape; None: the output itself
     epilogue: Any
+    out_strides: np.ndarray | None = None  # depthwise: n, c and three spatial element strides
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
@@ -99,8 +100,13 @@ class ConvPlan:
             return activation_epilogue(v.FusedActivation, dense, out)
 
         if g > 1 and cig == 1 and cog == 1 and not backward:  # depthwise: no matrix product
+            if out.data_type == F32 and v.FusedActivation is None:  # straight into Output
+                os = [out.strides[0], out.strides[1], *[0] * pad3, *out.strides[2:]]
+                return cls(f, bias, backward, flip, g, geo, None, xs, x.element_size, None,
+                           (g, cog, kc), None, None, int64s(os))
+            os = [g * positions, positions, *[0] * pad3, *packed_strides(o_sp)]
             return cls(f, bias, backward, flip, g, geo, None, xs, x.element_size, None,
-                       (g, cog, kc), shape, from_scratch())
+                       (g, cog, kc), shape, from_scratch(), int64s(os))
         # B: the column matrix (dense scratch), or the input itself viewed [N, G, Cin/G, P].
         identity = all(d[0] == 1 and d[3] == 1 and d[5] == 0 and d[6] == 1 and d[1] == d[2]
                        for d in dims)
@@ -174,8 +180,10 @@ class ConvPlan:
             bias = np.zeros(self.w_shape[0], np.float32)
             if self.bias is not None:
                 bias[:] = self.bias.view(regions["BiasTensor"]).reshape(-1)
+            out = space["conv_out"].reshape(-1) if self.target is not None else \
+                float_view(regions["OutputTensor"], 4)
             kernels.depthwise(x, self.input_strides, self.geo, space["filter"].reshape(-1), bias,
-                              space["conv_out"].reshape(-1))
+                              out, self.out_strides)
         else:
             if self.col_shape is not None:
                 kernels.im2col(x, self.input_strides, self.geo, space["col"].reshape(-1))

@@ -107,38 +107,98 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
 
 
 @kernel
-def depthwise(x, xs, geo, w, bias, out):  # pragma: no cover - compiled
+def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
     """A convolution whose groups each hold one input and one output channel, directly:
-    ``out`` [N, C, positions] (dense float32) = bias[c] + the sum over taps (row-major order) of
-    w[c, tap] x the input element the tap reads (``geo`` as for im2col, every ``up`` 1)."""
+    ``out`` (element strides ``os``: n, c, then the three spatial dimensions') = bias[c] + the
+    sum over taps (row-major order) of w[c, tap] x the input element the tap reads (``geo`` as
+    for im2col, every ``up`` 1).
+
+    A task is one (n, c) plane: the input window it reads, zero-padded, is first copied into a
+    dense float32 plane (each input element loaded once, FLOAT16 converted once), so a tap reads
+    it with no bounds tests. At stride 1 every tap is then one shifted line over the whole plane
+    (an output's wide index ``(a * e1 + b) * e2 + c`` reads the plane at that index plus the
+    tap's offset; the columns past the output's width are computed and dropped), long enough to
+    vectorise where the output's own rows (14 elements in a ResNet/MobileNet layer) are not;
+    at other strides each output row sums its taps' strided lines."""
     n_count, channels = geo[G_N], geo[G_G]
     k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
     o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
-    in2 = geo[5 + 2 * FIELDS]
-    st2, d2, p2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS], geo[8 + 2 * FIELDS]
+    e0 = (o0 - 1) * geo[6] + (k0 - 1) * geo[7] + 1  # the padded window's extents
+    e1 = (o1 - 1) * geo[6 + FIELDS] + (k1 - 1) * geo[7 + FIELDS] + 1
+    e2 = (o2 - 1) * geo[6 + 2 * FIELDS] + (k2 - 1) * geo[7 + 2 * FIELDS] + 1
+    in0, in1, in2 = geo[5], geo[5 + FIELDS], geo[5 + 2 * FIELDS]
+    p0, p1, p2 = geo[8], geo[8 + FIELDS], geo[8 + 2 * FIELDS]
     taps = k0 * k1 * k2
-    s2 = xs[4]
-    for task in prange(n_count * channels * o0 * o1):
-        b = task % o1
-        a = (task // o1) % o0
-        channel = (task // (o1 * o0)) % channels
-        n = task // (o1 * o0 * channels)
-        start = ((n * channels + channel) * o0 + a) * o1 * o2 + b * o2
-        for c in range(o2):
-            out[start + c] = bias[channel]
+    lo2, hi2 = min(max(p2, 0), e2), min(max(p2 + in2, 0), e2)  # the input's part of a line
+    unit = geo[6] == 1 and geo[6 + FIELDS] == 1 and geo[6 + 2 * FIELDS] == 1
+    for task in prange(n_count * channels):
+        channel = task % channels
+        n = task // channels
+        plane = np.empty(e0 * e1 * e2, np.float32)
         base = n * xs[0] + channel * xs[1]
-        for tap in range(taps):
-            t2 = tap % k2
-            t1 = (tap // k2) % k1
-            t0 = tap // (k2 * k1)
-            i0, ok0 = _coordinate(geo, 0, a, t0)
-            i1, ok1 = _coordinate(geo, 1, b, t1)
-            if not (ok0 and ok1):
-                continue
-            weight = w[channel * taps + tap]
-            v0 = t2 * d2 - p2
-            lo, hi = _inside(v0, st2, in2, o2)
-            first = base + i0 * xs[2] + i1 * xs[3] + v0 * s2
-            step = st2 * s2
-            for c in range(lo, hi):
-                out[start + c] += weight * load32(x, first + c * step)
+        for v0 in range(e0):
+            i0 = v0 - p0
+            for v1 in range(e1):
+                i1 = v1 - p1
+                row = np.uint64((v0 * e1 + v1) * e2)
+                if i0 < 0 or i0 >= in0 or i1 < 0 or i1 >= in1:
+                    for c in range(np.uint64(e2)):
+                        plane[row + c] = np.float32(0.0)
+                    continue
+                line = base + i0 * xs[2] + i1 * xs[3] - p2 * xs[4]
+                for c in range(lo2):
+                    plane[row + np.uint64(c)] = np.float32(0.0)
+                if xs[4] == 1:  # (a unit-stride line vectorises)
+                    first = np.uint64(line + lo2)
+                    for c in range(np.uint64(hi2 - lo2)):
+                        plane[row + np.uint64(lo2) + c] = load32(x, first + c)
+                else:
+                    for c in range(lo2, hi2):
+                        plane[row + np.uint64(c)] = load32(x, line + c * xs[4])
+                for c in range(hi2, e2):
+                    plane[row + np.uint64(c)] = np.float32(0.0)
+        b0 = bias[channel]
+        if unit:  # every tap is one shifted line over the whole plane (see above)
+            length = np.uint64(((o0 - 1) * e1 + (o1 - 1)) * e2 + o2)
+            acc = np.empty(length, np.float32)
+            for j in range(length):
+                acc[j] = b0
+            for t0 in range(k0):
+                for t1 in range(k1):
+                    for t2 in range(k2):
+                        wt = w[channel * taps + (t0 * k1 + t1) * k2 + t2]
+                        shift = np.uint64((t0 * geo[7] * e1 + t1 * geo[7 + FIELDS]) * e2
+                                          + t2 * geo[7 + 2 * FIELDS])
+                        for j in range(length):
+                            acc[j] += wt * plane[shift + j]
+            for a in range(o0):
+                for b in range(o1):
+                    o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
+                    r = np.uint64((a * e1 + b) * e2)
+                    if os[4] == 1:
+                        for c in range(np.uint64(o2)):
+                            out[np.uint64(o) + c] = acc[r + c]
+                    else:
+                        for c in range(o2):
+                            out[o + c * os[4]] = acc[r + np.uint64(c)]
+            continue
+        acc = np.empty(o2, np.float32)
+        st2, d2 = np.uint64(geo[6 + 2 * FIELDS]), np.uint64(geo[7 + 2 * FIELDS])
+        for a in range(o0):
+            for b in range(o1):
+                for c in range(np.uint64(o2)):
+                    acc[c] = b0
+                for t0 in range(k0):
+                    for t1 in range(k1):
+                        r0 = a * geo[6] + t0 * geo[7]
+                        r1 = b * geo[6 + FIELDS] + t1 * geo[7 + FIELDS]
+                        row = np.uint64((r0 * e1 + r1) * e2)
+                        tap = channel * taps + (t0 * k1 + t1) * k2
+                        for t2 in range(k2):
+                            wt = w[tap + t2]
+                            start = row + np.uint64(t2) * d2
+                            for c in range(np.uint64(o2)):
+                                acc[c] += wt * plane[start + c * st2]
+                o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
+                for c in range(o2):
+                    out[o + c * os[4]] = acc[c]
