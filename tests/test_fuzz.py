@@ -27,6 +27,9 @@ from emulator.reduction.table import ROWS as REDUCTION_ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
+from .test_convolution import output_sizes as conv_output_sizes
+from .test_convolution import random_attributes as conv_attributes
+from .test_gemm import random_sizes as gemm_sizes
 from .test_movement import make_case
 from .test_reduction import make_case as reduction_case
 from .test_resample import random_fields
@@ -42,7 +45,8 @@ FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"],  # introduced at 6_3
                  "RESAMPLING": ["2_1", "5_1", "6_2", "6_4"],  # RESAMPLE1, 1-4-D, 8-bit, RESAMPLE3
                  "GENERATORS_WINDOWS": ["6_3", "6_4"],  # RANDOM, NONZERO … and FOLD/UNFOLD (6_4)
                  "REDUCTION": ["2_1", "3_0", "4_1", "5_0", "6_4"],  # 4-D, 1-8-D, 64-bit bands
-                 "NORMALIZATION": ["5_0", "5_1", "6_3"]}  # SOFTMAX1 from 5_1, MVN2 from 6_3
+                 "NORMALIZATION": ["5_0", "5_1", "6_3"],  # SOFTMAX1 from 5_1, MVN2 from 6_3
+                 "COMPUTE": ["3_0", "4_0", "6_4"]}  # 4-D only, then GEMM 2-4-D and conv 3-5-D
 
 
 def profile(request) -> str:
@@ -483,11 +487,53 @@ def gen_normalization(rng, rank):
         softmax.MODES[op] == 2  # HARDMAX: exact
 
 
+def float_type(rng):
+    return (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16)[int(rng.integers(0, 2))]
+
+
+def fused_relu(rng):
+    return DML_ACTIVATION_RELU_OPERATOR_DESC() if rng.random() < 0.3 else None
+
+
+def gen_compute(rng, rank):
+    """GEMM (test_gemm's sizes: 2-4-D, transposes, C broadcast through zero strides, Alpha and
+    Beta) or CONVOLUTION (test_convolution's random attributes: 1-3 spatial dimensions, both
+    modes and directions, groups, dilations, padding), a fused RELU sometimes, any layouts.
+    Float math within 2e-3 (tests/test_gemm.py and test_convolution.py hold the tight bound)."""
+    dt = float_type(rng)
+    if rng.random() < 0.5:
+        sizes = gemm_sizes(rng, int(np.clip(rank, 2, 4)))
+        *batch, m, k, n = sizes
+        ta, tb = (bool(rng.random() < 0.5) for _ in range(2))
+        a = [*batch, k, m] if ta else [*batch, m, k]
+        b = [*batch, n, k] if tb else [*batch, k, n]
+        o = [*batch, m, n]
+        c = desc(dt, o, layout(rng, o, True)) if rng.random() < 0.5 else None
+        return DML_OPERATOR_DESC(Desc=DML_GEMM_OPERATOR_DESC(
+            ATensor=desc(dt, a, layout(rng, a, True)), BTensor=desc(dt, b, layout(rng, b, True)),
+            CTensor=c, OutputTensor=desc(dt, o, layout(rng, o, False)),
+            TransA=int(ta), TransB=int(tb), Alpha=float(rng.choice([1.0, -0.5])),
+            Beta=float(rng.choice([1.0, 0.0, 2.0])), FusedActivation=fused_relu(rng))), False
+    spatial = int(rng.integers(1, 4))
+    direction = (DML_CONVOLUTION_DIRECTION_FORWARD, DML_CONVOLUTION_DIRECTION_BACKWARD)[
+        int(rng.integers(0, 2))]
+    x, f, attrs = conv_attributes(rng, spatial, direction)
+    o = conv_output_sizes(x, f, attrs)
+    bias = [1, o[1]] + [1] * spatial
+    return DML_OPERATOR_DESC(Desc=DML_CONVOLUTION_OPERATOR_DESC(
+        InputTensor=desc(dt, x, layout(rng, x, True)),
+        FilterTensor=desc(dt, f, layout(rng, f, True)),
+        BiasTensor=desc(dt, bias, layout(rng, bias, True)) if rng.random() < 0.5 else None,
+        OutputTensor=desc(dt, o, layout(rng, o, False)), FusedActivation=fused_relu(rng),
+        **attrs)), False
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
               "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
               "ELEMENT_WISE": gen_element_wise, "MOVEMENT": gen_movement,
               "RESAMPLING": gen_resampling, "GENERATORS_WINDOWS": gen_generators_windows,
-              "REDUCTION": gen_reduction, "NORMALIZATION": gen_normalization}
+              "REDUCTION": gen_reduction, "NORMALIZATION": gen_normalization,
+              "COMPUTE": gen_compute}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
