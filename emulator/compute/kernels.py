@@ -92,8 +92,13 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
                         col[start + c] = np.float32(0.0)
                     first = line + v0 * s2
                     step = st2 * s2
-                    for c in range(lo, hi):
-                        col[start + c] = load32(x, first + c * step)
+                    if step == 1:  # unsigned offsets: the copy vectorises
+                        src, dst = np.uint64(first + lo), np.uint64(start + lo)
+                        for c in range(np.uint64(hi - lo)):
+                            col[dst + c] = load32(x, src + c)
+                    else:
+                        for c in range(lo, hi):
+                            col[start + c] = load32(x, first + c * step)
                     for c in range(hi, o2):
                         col[start + c] = np.float32(0.0)
                 else:
