@@ -12,6 +12,8 @@ through a fused activation that error times its slope plus the activation's 4 UL
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -190,3 +192,41 @@ def test_a_1x1_filter_reads_the_input_as_it_lies(device):
         x_sizes, f_sizes = [2, 8, 5, 7], [4, 8, 1, 1]
         got, want, bound = run_case(device, rng, dt, x_sizes, f_sizes, attributes(), True)
         assert_within(got, want, bound, dt)
+
+
+def test_tiles_give_the_same_bytes_at_any_thread_count_and_without_the_direct_blas(
+        device, monkeypatch):
+    """The tile path (kernels.conv_tiles: im2col per tile, one single-threaded sgemm each)
+    cuts positions from the shape alone, so the thread count changes no byte; the whole-input
+    im2col path (no CBLAS entry point) agrees within the bound."""
+    import numba
+
+    from emulator.compute import blas
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 8, 70, 70)).astype(np.float32)  # two tiles per image
+    w = rng.standard_normal((6, 8, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal((1, 6, 1, 1)).astype(np.float32)
+    attrs = attributes(start=(1, 0), end=(2, 1))
+
+    def run():
+        out = np.zeros((2, 6, 71, 69), np.float32)
+        device.execute(DML_CONVOLUTION_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), FilterTensor=tensor_desc(w),
+            BiasTensor=tensor_desc(bias), OutputTensor=tensor_desc(out), **attrs),
+            [x, w, bias], [out])
+        return out
+
+    before = numba.get_num_threads()
+    try:
+        results = []
+        for threads in sorted({1, before}):
+            numba.set_num_threads(threads)
+            results.append(run())
+    finally:
+        numba.set_num_threads(before)
+    assert all((r.view(np.uint32) == results[0].view(np.uint32)).all() for r in results)
+    monkeypatch.setattr(blas, "DIRECT", False)
+    want = convolve(x.astype(np.float64), w.astype(np.float64), SimpleNamespace(**attrs)) + bias
+    np.testing.assert_allclose(run(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4)

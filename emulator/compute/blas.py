@@ -37,6 +37,7 @@ class Library:
     gemm: dict[np.dtype, Any]
     set_threads: Any  # callable(int) or None
     name: str
+    int64: bool = True  # its integers are 64-bit (NumPy's OpenBLAS), else 32-bit
 
 
 @functools.cache
@@ -72,7 +73,8 @@ def library() -> Library:
             found[np.dtype(dtype)] = fn
         if found:
             break
-    return Library(found, lib.set_num_threads, f"{lib.internal_api} {lib.version}")
+    wide = bool(found) and found[next(iter(found))].argtypes[3] is ctypes.c_int64
+    return Library(found, lib.set_num_threads, f"{lib.internal_api} {lib.version}", wide)
 
 
 _threads = [0]
@@ -128,6 +130,13 @@ def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
     use_threads(threads)
     for args in calls:
         gemm(dtype, *args)
+
+
+def address(dtype: np.dtype) -> tuple[int, bool]:
+    """The address of ``?gemm`` for ``dtype`` and whether its integers are 64-bit, for kernels
+    that call it themselves (``compute/kernels.conv_tiles``)."""
+    lib = library()
+    return int(ctypes.cast(lib.gemm[np.dtype(dtype)], ctypes.c_void_p).value or 0), lib.int64
 
 
 def direct(dtype: np.dtype) -> bool:

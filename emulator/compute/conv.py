@@ -37,6 +37,7 @@ from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue
 BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
 CONVOLUTION = DML_CONVOLUTION_MODE.DML_CONVOLUTION_MODE_CONVOLUTION
 F32 = T.DML_TENSOR_DATA_TYPE_FLOAT32
+TILE_BYTES = 1 << 20  # a tile's column matrix (kernels.conv_tiles)
 
 
 def _tensor(data_type: T, sizes: tuple[int, ...], strides: tuple[int, ...]) -> SimpleNamespace:
@@ -63,6 +64,12 @@ class ConvPlan:
     target: tuple[int, ...] | None  # the dense scratch output's shape; None: the output itself
     epilogue: Any
     out_strides: np.ndarray | None = None  # depthwise: n, c and three spatial element strides
+    # The tile path (kernels.conv_tiles, where the BLAS is called directly): the product's
+    # element strides (image, channel; positions at unit stride), the positions per tile, and
+    # the fused activation applied in place when the product is the output itself.
+    tile_strides: np.ndarray | None = None
+    tile_block: int = 0
+    tile_activation: Any = None
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
@@ -135,8 +142,19 @@ class ConvPlan:
                  "OutputTensor" if target is None else "conv_out")
         matmul = MatmulPlan.build("DML_OPERATOR_CONVOLUTION", a, b, mm_out, False, False, 1.0,
                                   c, 1.0, fused, names)
+        tile_strides, tile_act = None, None
+        if col_shape is not None:
+            if target is None and out_sp[1][0] == 1 and out.strides[1] >= positions:
+                tile_strides = int64s([out.strides[0], out.strides[1]])
+                if fused is not None:  # in place on the output, as the core does
+                    tile_act = activation_epilogue(fused, out, out)
+            elif target is not None:
+                tile_strides = int64s([c_out * positions, positions])
+        # Positions per tile: its column matrix within ~1 MiB (a core's cache), from the shape
+        # alone, so the sums never depend on the thread count.
+        block = min(positions, max(64, (TILE_BYTES // (4 * kc)) // 16 * 16))
         return cls(f, bias, backward, flip, g, geo, col_shape, xs, x.element_size, matmul,
-                   (g, cog, kc), target, epilogue)
+                   (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act)
 
     def reserve(self) -> dict[str, np.ndarray]:
         """Every scratch array of a dispatch (the last dispatch's, when kept)."""
@@ -148,12 +166,19 @@ class ConvPlan:
         op = "DML_OPERATOR_CONVOLUTION"
         space = self.matmul.allocate() if self.matmul is not None else {}
         space["filter"] = scratch(self.w_shape, np.float32, op, "the packed filter")
-        if self.matmul is not None and self.col_shape is not None:
+        if self.matmul is not None and self.col_shape is not None and not self.tiled():
             space["col"] = scratch(self.col_shape, np.float32, op, "the input windows (im2col)")
         if self.target is not None:
             space["conv_out"] = scratch(self.target, np.float32, op,
                                         "the sums before the epilogue")
         return space
+
+    def tiled(self) -> bool:
+        """Whether a dispatch takes the tile path (im2col per tile and the BLAS called by the
+        kernel itself), which needs no column matrix of the whole input."""
+        from . import blas
+
+        return self.tile_strides is not None and blas.direct(np.dtype(np.float32))
 
     def pack_filter(self, region: np.ndarray, w: np.ndarray) -> None:
         """The filter as bound → ``w`` [G, Cout/G, Cin/G * taps] in the compute orientation."""
@@ -165,9 +190,16 @@ class ConvPlan:
             f = np.flip(f, tuple(range(3, f.ndim)))
         np.copyto(w.reshape(f.shape), f, casting="unsafe")
 
+    def bias_values(self, regions: Mapping[str, np.ndarray], count: int) -> np.ndarray:
+        """The bias, one float32 per output channel (zeros without a bias)."""
+        bias = np.zeros(count, np.float32)
+        if self.bias is not None:
+            bias[:] = self.bias.view(regions["BiasTensor"]).reshape(-1)
+        return bias
+
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
-        from . import kernels
+        from . import blas, kernels
 
         space = reserved if reserved is not None else self.reserve()
         self.pack_filter(regions["FilterTensor"], space["filter"])
@@ -176,14 +208,22 @@ class ConvPlan:
         inner["filter"] = space["filter"].reshape(-1).view(np.uint8)
         if self.target is not None:
             inner["conv_out"] = space["conv_out"].reshape(-1).view(np.uint8)
+        product = space["conv_out"].reshape(-1) if self.target is not None else \
+            float_view(regions["OutputTensor"], 4)
         if self.matmul is None:
-            bias = np.zeros(self.w_shape[0], np.float32)
-            if self.bias is not None:
-                bias[:] = self.bias.view(regions["BiasTensor"]).reshape(-1)
-            out = space["conv_out"].reshape(-1) if self.target is not None else \
-                float_view(regions["OutputTensor"], 4)
-            kernels.depthwise(x, self.input_strides, self.geo, space["filter"].reshape(-1), bias,
-                              out, self.out_strides)
+            kernels.depthwise(x, self.input_strides, self.geo, space["filter"].reshape(-1),
+                              self.bias_values(regions, self.w_shape[0]), product,
+                              self.out_strides)
+        elif self.tiled():
+            gemm, wide = blas.address(np.dtype(np.float32))
+            blas.use_threads(1)  # one single-threaded sgemm per tile, on Numba's threads
+            bias = self.bias_values(regions, self.w_shape[0] * self.w_shape[1]) \
+                if self.bias is not None else np.zeros(0, np.float32)
+            kernels.conv_tiles(x, self.input_strides, self.geo, space["filter"].reshape(-1),
+                               bias, product, self.tile_strides, gemm, wide, self.tile_block)
+            if self.tile_activation is not None:
+                self.tile_activation.run({"InputTensor": regions["OutputTensor"],
+                                          "OutputTensor": regions["OutputTensor"]})
         else:
             if self.col_shape is not None:
                 kernels.im2col(x, self.input_strides, self.geo, space["col"].reshape(-1))

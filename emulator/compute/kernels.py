@@ -17,7 +17,12 @@ output size, input size, stride, dilation, pad, up. The column matrix is dense f
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from ..kernels.floats import load32
 from ..kernels.jit import inline, kernel, prange
@@ -207,3 +212,151 @@ def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
                 o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
                 for c in range(o2):
                     out[o + c * os[4]] = acc[c]
+
+
+# -- im2col and the product in one parallel loop ---------------------------------------------------
+_I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+_VOIDP = ir.IntType(8).as_pointer()
+
+
+def _gemm_type(int_t: ir.Type) -> ir.FunctionType:
+    """CBLAS sgemm: order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc."""
+    return ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, int_t, int_t, int_t, _F32, _VOIDP,
+                                           int_t, _VOIDP, int_t, _F32, _VOIDP, int_t])
+
+
+def _sgemm_intrinsic(int_t: ir.Type) -> Any:
+    @intrinsic
+    def call(typingctx, fn, m, n, k, a, a_at, lda, b, ldb, beta, c, c_at,
+             ldc):  # pragma: no cover - code generation
+        """sgemm on arrays ``a`` (from byte ``a_at``), ``b`` and ``c`` (from byte ``c_at``).
+        The arrays themselves are the arguments, not their addresses: Numba frees an array
+        after its last use, and a buffer made in the kernel would otherwise be gone before
+        the call (freed memory, seen as a segmentation fault for large tiles)."""
+        sig = types.void(types.int64, types.int64, types.int64, types.int64, a, types.int64,
+                         types.int64, b, types.int64, types.float32, c, types.int64,
+                         types.int64)
+
+        def codegen(context, builder, sig, args):
+            fn, m, n, k, a, a_at, lda, b, ldb, beta, c, c_at, ldc = args
+
+            def i(v):
+                return builder.trunc(v, int_t) if int_t.width < 64 else v
+
+            def data(index, value, at=None):
+                ary = context.make_array(sig.args[index])(context, builder, value)
+                ptr = builder.bitcast(ary.data, _VOIDP)
+                return ptr if at is None else builder.gep(ptr, [at])
+
+            builder.call(builder.inttoptr(fn, _gemm_type(int_t).as_pointer()),
+                         [ir.Constant(_I32, 101), ir.Constant(_I32, 111), ir.Constant(_I32, 111),
+                          i(m), i(n), i(k), ir.Constant(_F32, 1.0), data(4, a, a_at), i(lda),
+                          data(7, b), i(ldb), beta, data(10, c, c_at), i(ldc)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return call
+
+
+_sgemm64 = _sgemm_intrinsic(_I64)  # NumPy's OpenBLAS (64-bit integers)
+_sgemm32 = _sgemm_intrinsic(_I32)  # a plain CBLAS
+
+
+@inline
+def _fill_tile(x, xs, geo, n, channel0, first, count, col):  # pragma: no cover - compiled
+    """im2col's rows for one image and group (input channels from ``channel0``) restricted to
+    the output positions [first, first + count): ``col`` [Cg * taps, count]."""
+    cg = geo[G_CG]
+    k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
+    o1, o2 = geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    in2 = geo[5 + 2 * FIELDS]
+    st2, d2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS]
+    p2, up2 = geo[8 + 2 * FIELDS], geo[9 + 2 * FIELDS]
+    taps = k0 * k1 * k2
+    s2 = xs[4]
+    for row in range(cg * taps):
+        tap = row % taps
+        t2 = tap % k2
+        t1 = (tap // k2) % k1
+        t0 = tap // (k2 * k1)
+        base = n * xs[0] + (channel0 + row // taps) * xs[1]
+        v0 = t2 * d2 - p2
+        done = 0
+        while done < count:
+            p = first + done
+            c0 = p % o2
+            b = (p // o2) % o1
+            a = p // (o2 * o1)
+            length = min(o2 - c0, count - done)
+            start = row * count + done
+            i0, ok0 = _coordinate(geo, 0, a, t0)
+            i1, ok1 = _coordinate(geo, 1, b, t1)
+            if not (ok0 and ok1):
+                for c in range(length):
+                    col[start + c] = np.float32(0.0)
+            elif up2 == 1:
+                lo, hi = _inside(v0, st2, in2, o2)
+                lo = min(max(lo - c0, 0), length)
+                hi = min(max(hi - c0, lo), length)
+                line = base + i0 * xs[2] + i1 * xs[3] + (v0 + c0 * st2) * s2
+                for c in range(lo):
+                    col[start + c] = np.float32(0.0)
+                step = st2 * s2
+                if step == 1:  # unsigned offsets: the copy vectorises
+                    src, dst = np.uint64(line + lo), np.uint64(start + lo)
+                    for c in range(np.uint64(hi - lo)):
+                        col[dst + c] = load32(x, src + c)
+                else:
+                    for c in range(lo, hi):
+                        col[start + c] = load32(x, line + c * step)
+                for c in range(hi, length):
+                    col[start + c] = np.float32(0.0)
+            else:
+                line = base + i0 * xs[2] + i1 * xs[3]
+                for c in range(length):
+                    v = v0 + (c0 + c) * st2
+                    i = v // up2
+                    if v >= 0 and i < in2 and v == i * up2:
+                        col[start + c] = load32(x, line + i * s2)
+                    else:
+                        col[start + c] = np.float32(0.0)
+            done += length
+
+
+@kernel
+def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no cover - compiled
+    """A convolution as tiles of (image, group, block of output positions), each on one
+    thread: the tile's column matrix [Cg * taps, block] is laid out in the thread's own buffer
+    (it stays in its cache), then one single-threaded CBLAS sgemm at address ``gemm`` (``wide``:
+    64-bit integers) adds filter [Cout/G, Cg * taps] x columns to the tile of ``out`` (float32;
+    element strides ``os``: image, channel; positions at unit stride), which holds the bias
+    first (``bias``: one per output channel, or empty). ``w``: the dense packed filter."""
+    n_count, groups, cg = geo[G_N], geo[G_G], geo[G_CG]
+    taps = geo[3] * geo[3 + FIELDS] * geo[3 + 2 * FIELDS]
+    positions = geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS]
+    kc = cg * taps
+    cog = w.size // (groups * kc)
+    blocks = (positions + block - 1) // block
+    for task in prange(n_count * groups * blocks):
+        part = task % blocks
+        g = (task // blocks) % groups
+        n = task // (blocks * groups)
+        first = part * block
+        count = min(block, positions - first)
+        col = np.empty(kc * count, np.float32)
+        _fill_tile(x, xs, geo, n, g * cg, first, count, col)
+        o = n * os[0] + g * cog * os[1] + first
+        beta = np.float32(0.0)
+        if bias.size > 0:
+            for co in range(cog):
+                value = bias[g * cog + co]
+                row = np.uint64(o + co * os[1])
+                for c in range(np.uint64(count)):
+                    out[row + c] = value
+            beta = np.float32(1.0)
+        w_at = g * cog * kc * 4
+        if wide:
+            _sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+        else:
+            _sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
