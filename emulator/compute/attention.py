@@ -1,0 +1,574 @@
+"""Multi-head attention (issue 17): DML_OPERATOR_MULTIHEAD_ATTENTION (6_1) and
+DML_OPERATOR_MULTIHEAD_ATTENTION1 (6_3) as rows of the compute family, on the BLAS of
+``blas.py`` and a FLOAT32 softmax (``attention_kernels.py``).
+
+The page's decomposition, for every batch item b and query head h (MULTIHEAD_ATTENTION1's
+KeyValueHeadCount groups the query heads: head h reads key/value head h // (Hq / Hkv)):
+
+    [Q, K, V += Bias] -> S = Scale * Q x K^T -> [S += RelativePositionBias] -> [mask]
+      -> P = softmax over the keys -> O = P x V, stored as Output[b, i, h * headSize + e]
+
+- **Inputs**: Query/Key/Value {batch, sequence, heads x headSize} (leading 1s up to 5-D), or
+  stacked on the fourth of five dimensions: StackedQueryKey {b, s, H, 2, d} + Value,
+  Query + StackedKeyValue {b, kvs, H, 2, d}, StackedQueryKeyValue {b, s, H, 3, d}. The Bias
+  {Hq*d + Hkv*d + Hkv*dv} is the query's, key's and value's, each laid out (head, element).
+  PastKey/PastValue {b, Hkv, past, d} come before the current keys/values (the concatenated
+  sequence is what the queries attend to, and what OutputPresentKey/Value receive).
+- **Masks** (MaskFilterValue f; positions index the past + current keys): BOOLEAN, an INT32
+  tensor broadcast (NumPy's rule, by its sizes and strides) to {b, Hq, s, keys}, as is the
+  RelativePositionBias: where the mask is 0, f is *added* to the score;
+  KEY_SEQUENCE_LENGTH {1, b}: keys at or after the length are *set* to f; KEY_SEQUENCE_END_START
+  {2, b} (ends, then starts): keys outside [start, end) are *set* to f (the page's words: "added"
+  for the boolean mask, "set" for the others; docs/decisions.md, "Attention").
+- **Computation**: FLOAT32 (FLOAT16 widened exactly), one rounding at each store. Operands the
+  BLAS can read as they lie (FLOAT32, no bias, no past, one unit stride per head matrix) are
+  passed as they are, others packed once per dispatch into dense FLOAT32 copies. Work is cut
+  into tasks of (batch, head, block of query rows) from the shape alone; each task runs a
+  single-threaded ``?gemm`` for the scores (Scale as alpha), adds the bias and mask in place,
+  takes exp(x - rowmax) (NumPy's row maxima, ``attention_kernels.exp_shifted``'s vectorised
+  float32 exp), multiplies by V with a second ``?gemm`` and divides each row by its sum
+  (NumPy's). Tasks run on a pool of Numba's thread count; the bytes do not depend on it.
+- **Not executed yet** (valid, E_NOTIMPL at CompileOperator): the mask type
+  KEY_QUERY_SEQUENCE_LENGTH_START_END and MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor
+  (the pages give a layout and "TBD", not their meaning), and shapes whose relations the
+  validation does not check yet and this plan cannot interpret (``unsupported`` names them).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from descriptors import DML_MULTIHEAD_ATTENTION_MASK_TYPE as MASK
+from descriptors import DML_OPERATOR_TYPE as OP
+from descriptors import DML_TENSOR_DATA_TYPE as T
+
+from ..family import Row
+from ..ops.common import ieee_reference
+from ..resources import scratch, typed_view
+from .matmul import Spare, blas_layout
+
+F32 = np.dtype(np.float32)
+# FLOAT32/FLOAT16 tensors; INT32 is the mask's (the bands give it no other tensor)
+KERNEL_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
+                T.DML_TENSOR_DATA_TYPE_INT32)
+SCORES = 1 << 18  # elements of one task's score block (1 MB of FLOAT32: stays in L2)
+INPUTS = ("QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor",
+          "StackedKeyValueTensor", "StackedQueryKeyValueTensor", "BiasTensor", "MaskTensor",
+          "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
+
+
+class UnsupportedError(Exception):
+    """A desc this plan cannot interpret (its message says why)."""
+
+
+@dataclass(frozen=True)
+class Src:
+    """One logical 4-D operand {batch, heads, rows, cols} inside a bound tensor: the bind point,
+    the element offset and element strides (a stacked slot is an offset)."""
+
+    name: str
+    dtype: np.dtype
+    offset: int
+    sizes: tuple[int, ...]  # 4
+    strides: tuple[int, ...]
+
+    def view(self, regions: Mapping[str, np.ndarray]) -> np.ndarray:
+        data = typed_view(regions[self.name], self.dtype)[self.offset:]
+        item = self.dtype.itemsize
+        return np.lib.stride_tricks.as_strided(data, self.sizes, [s * item for s in self.strides],
+                                               writeable=False)
+
+    def direct(self) -> bool:
+        """Whether the BLAS can read each head's matrix as it lies."""
+        return self.dtype == F32 and blas_layout(*self.sizes[2:], *self.strides[2:]) is not None
+
+
+def _tail(t: Any, rank: int, name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The last ``rank`` sizes and strides of a tensor whose leading dimensions are 1."""
+    extra = t.dim_count - rank
+    if extra < 0 or any(s != 1 for s in t.sizes[:extra]):
+        raise UnsupportedError(f"{name}.Sizes = {list(t.sizes)} is not {rank}-D after leading 1s")
+    return tuple(t.sizes[extra:]), tuple(t.strides[extra:])
+
+
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise UnsupportedError(what)
+
+
+def _broadcast(t: Any, target: tuple[int, ...], name: str) -> tuple[int, ...]:
+    """Element strides that broadcast ``t`` to ``target`` by NumPy's rule (sizes right-aligned,
+    a size-1 dimension repeated, extra leading dimensions of 1)."""
+    sizes, strides = list(t.sizes), list(t.strides)
+    while len(sizes) > len(target):
+        _need(sizes[0] == 1, f"{name}.Sizes = {list(t.sizes)} does not broadcast to "
+              f"{list(target)}")
+        sizes.pop(0)
+        strides.pop(0)
+    sizes = [1] * (len(target) - len(sizes)) + sizes
+    strides = [0] * (len(target) - len(strides)) + strides
+    out = []
+    for n, s, want in zip(sizes, strides, target):
+        _need(n in (1, want), f"{name}.Sizes = {list(t.sizes)} does not broadcast to "
+              f"{list(target)}")
+        out.append(s if n == want and want > 1 else 0)
+    return tuple(out)
+
+
+def _heads(v: SimpleNamespace) -> tuple[int, int]:
+    if hasattr(v, "HeadCount"):
+        return v.HeadCount, v.HeadCount
+    return v.QueryHeadCount, v.KeyValueHeadCount
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a desc describes: the operand sources and the sizes of the computation."""
+
+    batch: int
+    hq: int
+    hkv: int
+    seq: int
+    kv_seq: int
+    past: int
+    d: int
+    dv: int
+    q: Src
+    k: Src
+    v: Src
+    out: Src
+    bias: tuple[Src, Src, Src] | None
+    past_kv: tuple[Src, Src] | None
+    present: tuple[Src, Src] | None
+    rpb: Src | None
+    mask: Src | None  # BOOLEAN: broadcast to {b, Hq, s, total}; else the raw INT32 rows
+    mask_type: MASK
+
+    @property
+    def total(self) -> int:
+        return self.past + self.kv_seq
+
+
+def describe(v: SimpleNamespace) -> Shape:
+    """The shapes of a validated desc, or ``UnsupportedError``."""
+    hq, hkv = _heads(v)
+    dt = v.OutputTensor.dtype
+    if getattr(v, "PastSequenceLengthsTensor", None) is not None:
+        raise UnsupportedError("PastSequenceLengthsTensor is not executed yet (its page says "
+                               "'TBD')")
+    if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END:
+        raise UnsupportedError("MaskType KEY_QUERY_SEQUENCE_LENGTH_START_END is not executed yet "
+                          "(the page gives its layout, not how its query and key ranges apply)")
+    stacked = v.StackedQueryKeyValueTensor if v.StackedQueryKeyValueTensor is not None \
+        else v.StackedQueryKeyTensor
+    k_src = v_src = None
+    if stacked is not None:
+        name = "StackedQueryKeyValueTensor" if v.StackedQueryKeyValueTensor is not None \
+            else "StackedQueryKeyTensor"
+        (b, s, h, _, d), st = _tail(stacked, 5, name)
+        _need(h == hkv, f"{name} stacks {h} heads for the keys, KeyValueHeadCount is {hkv}")
+        slot = [Src(name, dt, i * st[3], (b, h, s, d), (st[0], st[2], st[1], st[4]))
+                for i in range(stacked.sizes[-2])]
+        q_src, k_src = slot[0], slot[1]
+        if len(slot) == 3:
+            v_src = slot[2]
+        kv_seq = s
+    else:
+        (b, s, hidden), st = _tail(v.QueryTensor, 3, "QueryTensor")
+        d = hidden // hq
+        q_src = Src("QueryTensor", dt, 0, (b, hq, s, d), (st[0], d * st[2], st[1], st[2]))
+        kv_seq = -1
+    if v.StackedKeyValueTensor is not None:
+        (b2, kv_seq, h, _, d2), st = _tail(v.StackedKeyValueTensor, 5, "StackedKeyValueTensor")
+        _need(b2 == b and d2 == d, f"StackedKeyValueTensor.Sizes = "
+              f"{list(v.StackedKeyValueTensor.sizes)} must be {{{b}, kvSequence, {hkv}, 2, {d}}}")
+        k_src, v_src = [Src("StackedKeyValueTensor", dt, i * st[3], (b, h, kv_seq, d),
+                            (st[0], st[2], st[1], st[4])) for i in (0, 1)]
+    if v.KeyTensor is not None:
+        (b2, kv_seq, hidden), st = _tail(v.KeyTensor, 3, "KeyTensor")
+        _need(b2 == b and hidden == hkv * d, f"KeyTensor.Sizes = {list(v.KeyTensor.sizes)} "
+              f"must be {{{b}, kvSequence, {hkv * d}}} (key heads x the query's head size)")
+        k_src = Src("KeyTensor", dt, 0, (b, hkv, kv_seq, d), (st[0], d * st[2], st[1], st[2]))
+    if v.ValueTensor is not None:
+        (b2, kv2, hidden), st = _tail(v.ValueTensor, 3, "ValueTensor")
+        _need(b2 == b and kv2 == kv_seq and hidden % hkv == 0,
+              f"ValueTensor.Sizes = {list(v.ValueTensor.sizes)} must be {{{b}, {kv_seq}, "
+              f"{hkv} x valueHeadSize}}")
+        dv = hidden // hkv
+        v_src = Src("ValueTensor", dt, 0, (b, hkv, kv_seq, dv), (st[0], dv * st[2], st[1], st[2]))
+    assert k_src is not None and v_src is not None  # the validated input layouts
+    dv = v_src.sizes[3]
+    (_, _, hidden), st = _tail(v.OutputTensor, 3, "OutputTensor")
+    _need(hidden == hq * dv, f"OutputTensor.Sizes = {list(v.OutputTensor.sizes)} must be "
+          f"{{{b}, {s}, {hq * dv}}} (query heads x value head size)")
+    out = Src("OutputTensor", dt, 0, (b, hq, s, dv), (st[0], dv * st[2], st[1], st[2]))
+    bias = None
+    if v.BiasTensor is not None:
+        (n,), (bs,) = _tail(v.BiasTensor, 1, "BiasTensor")
+        _need(n == hq * d + hkv * d + hkv * dv, f"BiasTensor.Sizes = {list(v.BiasTensor.sizes)} "
+              f"must hold {hq * d} + {hkv * d} + {hkv * dv} elements")
+        bias = (Src("BiasTensor", dt, 0, (1, hq, 1, d), (0, d * bs, 0, bs)),
+                Src("BiasTensor", dt, hq * d * bs, (1, hkv, 1, d), (0, d * bs, 0, bs)),
+                Src("BiasTensor", dt, (hq + hkv) * d * bs, (1, hkv, 1, dv), (0, dv * bs, 0, bs)))
+    past = 0
+    past_kv = None
+    if v.PastKeyTensor is not None:
+        (pb, ph, past, pd), pk = _tail(v.PastKeyTensor, 4, "PastKeyTensor")
+        (vb, vh, vp, vd), pv = _tail(v.PastValueTensor, 4, "PastValueTensor")
+        _need((pb, ph, pd, vb, vh, vp, vd) == (b, hkv, d, b, hkv, past, dv),
+              f"PastKeyTensor/PastValueTensor must be {{{b}, {hkv}, past, {d}}} and "
+              f"{{{b}, {hkv}, past, {dv}}}")
+        past_kv = (Src("PastKeyTensor", dt, 0, (b, hkv, past, d), pk),
+                   Src("PastValueTensor", dt, 0, (b, hkv, past, dv), pv))
+    total = past + kv_seq
+    present = None
+    if v.OutputPresentKeyTensor is not None:
+        sk, pk = _tail(v.OutputPresentKeyTensor, 4, "OutputPresentKeyTensor")
+        sv, pv = _tail(v.OutputPresentValueTensor, 4, "OutputPresentValueTensor")
+        _need(sk == (b, hkv, total, d) and sv == (b, hkv, total, dv),
+              f"OutputPresentKeyTensor/OutputPresentValueTensor must be {{{b}, {hkv}, {total}, "
+              f"{d}}} and {{{b}, {hkv}, {total}, {dv}}}")
+        present = (Src("OutputPresentKeyTensor", dt, 0, (b, hkv, total, d), pk),
+                   Src("OutputPresentValueTensor", dt, 0, (b, hkv, total, dv), pv))
+    scores = (b, hq, s, total)
+    rpb = None
+    if v.RelativePositionBiasTensor is not None:
+        rpb = Src("RelativePositionBiasTensor", dt, 0, scores,
+                  _broadcast(v.RelativePositionBiasTensor, scores, "RelativePositionBiasTensor"))
+    mask = None
+    m = v.MaskTensor
+    i32 = np.dtype(np.int32)
+    if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN:
+        mask = Src("MaskTensor", i32, 0, scores, _broadcast(m, scores, "MaskTensor"))
+    elif m is not None:
+        rows = 1 if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH \
+            else 2
+        sizes = tuple(m.sizes)
+        _need(sizes[-1] == b and (m.element_count == b * rows),
+              f"MaskTensor.Sizes = {list(sizes)} must be {{{rows}, {b}}} for {v.MaskType.name}")
+        r_stride = next((st for n, st in zip(sizes[:-1], m.strides[:-1]) if n == rows), 0)
+        mask = Src("MaskTensor", i32, 0, (1, 1, rows, b), (0, 0, r_stride, m.strides[-1]))
+    return Shape(b, hq, hkv, s, kv_seq, past, d, dv, q_src, k_src, v_src, out, bias, past_kv,
+                 present, rpb, mask, v.MaskType)
+
+
+def unsupported(v: SimpleNamespace) -> str | None:
+    try:
+        describe(v)
+    except UnsupportedError as e:
+        return str(e)
+    return None
+
+
+def _no_overlap(src: Src) -> bool:
+    """Whether every addressed element of an output has its own memory (BLAS may write it)."""
+    dims = sorted((s, n) for n, s in zip(src.sizes, src.strides) if n > 1)
+    extent = 1
+    for s, n in dims:
+        if s < extent:
+            return False
+        extent = s * (n - 1) + extent
+    return True
+
+
+_pools: dict[tuple[int, int], Any] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(threads: int) -> Any:
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = (os.getpid(), threads)  # a forked child has none of its parent's threads
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = ThreadPoolExecutor(threads, "dml-emulator-attention")
+    return pool
+
+
+def _gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float) -> None:
+    """c = alpha * a x b on FLOAT32 2-D views: one single-threaded BLAS call where the views'
+    strides allow it (the caller packed them so), else NumPy."""
+    from . import blas
+
+    m, k = a.shape
+    n = b.shape[1]
+    la = blas_layout(m, k, a.strides[0] // 4, a.strides[1] // 4)
+    lb = blas_layout(k, n, b.strides[0] // 4, b.strides[1] // 4)
+    lc = blas_layout(m, n, c.strides[0] // 4, c.strides[1] // 4)
+    if la is None or lb is None or lc is None or not blas.direct(F32):
+        np.matmul(a, b, out=c)
+        if alpha != 1.0:
+            c *= np.float32(alpha)
+        return
+    pa, pb, pc = (x.__array_interface__["data"][0] for x in (a, b, c))
+    if lc[0]:  # a column-major target: its transpose is B^T x A^T
+        blas.gemm(F32, not lb[0], not la[0], n, m, k, alpha, pb, lb[1], pa, la[1], 0.0, pc,
+                  lc[1])
+    else:
+        blas.gemm(F32, la[0], lb[0], m, n, k, alpha, pa, la[1], pb, lb[1], 0.0, pc, lc[1])
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionPlan:
+    """The attention of one desc (module doc)."""
+
+    operator: str
+    shape: Shape
+    scale: float
+    filter: float
+    pack_q: bool
+    pack_kv: bool
+    direct_out: bool
+    rows: int  # query rows per task
+    spare: Spare = field(default_factory=Spare)
+
+    @classmethod
+    def build(cls, v: SimpleNamespace) -> AttentionPlan:
+        sh = describe(v)
+        pack_q = sh.bias is not None or not sh.q.direct()
+        pack_kv = sh.bias is not None or sh.past_kv is not None or not sh.k.direct() or \
+            not sh.v.direct()
+        direct_out = sh.out.direct() and _no_overlap(sh.out)
+        rows = max(1, min(sh.seq, SCORES // sh.total))
+        op = "DML_OPERATOR_MULTIHEAD_ATTENTION" if hasattr(v, "HeadCount") \
+            else "DML_OPERATOR_MULTIHEAD_ATTENTION1"
+        return cls(op, sh, float(v.Scale), float(v.MaskFilterValue), pack_q, pack_kv,
+                   direct_out, rows)
+
+    def tasks(self) -> list[tuple[int, int, int, int]]:
+        sh = self.shape
+        return [(b, h, r, min(r + self.rows, sh.seq)) for b in range(sh.batch)
+                for h in range(sh.hq) for r in range(0, sh.seq, self.rows)]
+
+    def workers(self) -> int:
+        import numba
+
+        sh = self.shape
+        count = sh.batch * sh.hq * -(-sh.seq // self.rows)
+        return max(1, min(numba.get_num_threads(), count))
+
+    def reserve(self) -> dict[str, np.ndarray]:
+        kept = self.spare.take()
+        if kept is not None and kept["scores"].shape[0] == self.workers():
+            return kept
+        sh, op = self.shape, self.operator
+        out = {"scores": scratch((self.workers(), self.rows, sh.total), F32, op,
+                                 "the attention scores")}
+        if self.pack_q:
+            out["q"] = scratch((sh.batch, sh.hq, sh.seq, sh.d), F32, op, "the packed query")
+        if self.pack_kv:
+            out["k"] = scratch((sh.batch, sh.hkv, sh.total, sh.d), F32, op, "the packed keys")
+            out["v"] = scratch((sh.batch, sh.hkv, sh.total, sh.dv), F32, op, "the packed values")
+        if not self.direct_out:
+            out["out"] = scratch((sh.batch, sh.hq, sh.seq, sh.dv), F32, op, "the output")
+        return out
+
+    def run(self, regions: Mapping[str, np.ndarray],
+            reserved: dict[str, np.ndarray] | None = None) -> None:
+        from . import blas
+        from .attention_kernels import exp_shifted
+
+        sh = self.shape
+        space = reserved if reserved is not None else self.reserve()
+        q = self._pack(regions, space, "q", sh.q, 0) if self.pack_q else sh.q.view(regions)
+        if self.pack_kv:
+            k = self._pack(regions, space, "k", sh.k, 1)
+            v = self._pack(regions, space, "v", sh.v, 2)
+        else:
+            k, v = sh.k.view(regions), sh.v.view(regions)
+        if self.direct_out:
+            item = F32.itemsize
+            o = np.lib.stride_tricks.as_strided(
+                typed_view(regions["OutputTensor"], F32), sh.out.sizes,
+                [s * item for s in sh.out.strides])
+        else:
+            o = space["out"]
+        rpb = sh.rpb.view(regions) if sh.rpb is not None else None
+        mask = sh.mask.view(regions) if sh.mask is not None else None
+        group = sh.hq // sh.hkv
+        scale, f = self.scale, np.float32(self.filter)
+        boolean = self.shape.mask_type == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN
+        tasks = self.tasks()
+        workers = space["scores"].shape[0]
+
+        def task(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
+            with np.errstate(all="ignore"):  # per thread: NumPy's error state is a context
+                work(t, scores)
+
+        def work(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
+            b, h, r0, r1 = t
+            s = scores[: r1 - r0]
+            _gemm(q[b, h, r0:r1], k[b, h // group].T, s, scale)
+            if rpb is not None:
+                np.add(s, rpb[b, h, r0:r1], out=s, casting="unsafe")
+            if mask is not None:
+                if boolean:
+                    np.add(s, f, out=s, where=mask[b, h, r0:r1] == 0)
+                else:
+                    rows = mask[0, 0, :, b]
+                    end = min(max(int(rows[0]), 0), sh.total)
+                    start = min(max(int(rows[1]), 0), sh.total) if len(rows) > 1 else 0
+                    s[:, :start] = f
+                    s[:, end:] = f
+            top = s.max(axis=1, keepdims=True)
+            exp_shifted(s, top)  # s = exp(s - top), FLOAT32 within 1 ULP
+            total = s.sum(axis=1, keepdims=True)
+            out = o[b, h, r0:r1]
+            _gemm(s, v[b, h // group], out, 1.0)
+            np.divide(out, total, out=out)
+
+        with np.errstate(all="ignore"):
+            if workers > 1:
+                blas.use_threads(1)
+                share = -(-len(tasks) // workers)
+
+                def part(i: int) -> None:
+                    for t in tasks[i * share:(i + 1) * share]:
+                        task(t, space["scores"][i])
+
+                for future in [_pool(workers).submit(part, i) for i in range(workers)]:
+                    future.result()
+            else:
+                blas.use_threads(1)
+                for t in tasks:
+                    task(t, space["scores"][0])
+            if not self.direct_out:
+                self._store(regions, sh.out, o)
+            if sh.present is not None:
+                self._present(regions, space, k, v)
+        self.spare.keep(space)
+
+    def _pack(self, regions: Mapping[str, np.ndarray], space: dict[str, np.ndarray], key: str,
+              src: Src, which: int) -> np.ndarray:
+        """A dense FLOAT32 copy of the query (0), keys (1) or values (2): the past first, then
+        the current rows plus their bias (one FLOAT32 rounding)."""
+        sh = self.shape
+        dense = space[key]
+        rows = dense
+        if which and sh.past_kv is not None:
+            np.copyto(dense[:, :, :sh.past], sh.past_kv[which - 1].view(regions),
+                      casting="unsafe")
+            rows = dense[:, :, sh.past:]
+        np.copyto(rows, src.view(regions), casting="unsafe")
+        if sh.bias is not None:
+            np.add(rows, sh.bias[which].view(regions), out=rows, casting="unsafe")
+        return dense
+
+    @staticmethod
+    def _store(regions: Mapping[str, np.ndarray], src: Src, values: np.ndarray) -> None:
+        """Write FLOAT32 ``values`` to the addressed elements of an output (rounded once)."""
+        data = typed_view(regions[src.name], src.dtype)[src.offset:]
+        item = src.dtype.itemsize
+        target = np.lib.stride_tricks.as_strided(data, src.sizes, [s * item for s in src.strides])
+        target[...] = values
+
+    def _present(self, regions: Mapping[str, np.ndarray], space: dict[str, np.ndarray],
+                 k: np.ndarray, v: np.ndarray) -> None:
+        """OutputPresentKey/Value: the past, then the current keys/values (with their bias)."""
+        sh = self.shape
+        assert sh.present is not None
+        for which, dst, packed, src in ((1, sh.present[0], k, sh.k), (2, sh.present[1], v, sh.v)):
+            if sh.bias is not None and dst.dtype != F32:
+                # FLOAT16 with a bias: the sum in float64 (exact), rounded once to FLOAT16.
+                rows = src.view(regions).astype(np.float64) + \
+                    sh.bias[which].view(regions).astype(np.float64)
+                if sh.past_kv is not None:
+                    rows = np.concatenate([sh.past_kv[which - 1].view(regions), rows], axis=2)
+                self._store(regions, dst, rows)
+            elif self.pack_kv:
+                self._store(regions, dst, packed)
+            else:
+                self._store(regions, dst, src.view(regions))
+
+
+@ieee_reference
+def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The page's steps in float64 on the logical arrays, rounded once per output."""
+    hq, hkv = _heads(v)
+    out_t = v.OutputTensor
+    dtype = out_t.dtype
+
+    def get(name: str) -> np.ndarray | None:
+        a = inputs.get(name)
+        return None if a is None else a.astype(np.float64)
+
+    def heads(x: np.ndarray, n: int) -> np.ndarray:
+        """{b, seq, n * size} (any leading 1s) -> {b, n, seq, size}."""
+        x = x.reshape(x.shape[-3], x.shape[-2], n, -1)
+        return x.transpose(0, 2, 1, 3)
+
+    qkv, qk, kv = (get(n) for n in ("StackedQueryKeyValueTensor", "StackedQueryKeyTensor",
+                                     "StackedKeyValueTensor"))
+    stacked = qkv if qkv is not None else qk
+    if stacked is not None:  # {b, s, H, 2 or 3, d}: slot i on the fourth dimension
+        slots = [stacked[..., i, :].transpose(0, 2, 1, 3) for i in range(stacked.shape[3])]
+        q, k = slots[0], slots[1]
+        val = slots[2] if len(slots) == 3 else None
+    else:
+        q = heads(get("QueryTensor"), hq)  # type: ignore[arg-type]
+        k = val = None
+    if kv is not None:
+        kv = kv.reshape(kv.shape[-5:])
+        k, val = kv[..., 0, :].transpose(0, 2, 1, 3), kv[..., 1, :].transpose(0, 2, 1, 3)
+    if inputs.get("KeyTensor") is not None:
+        k = heads(get("KeyTensor"), hkv)  # type: ignore[arg-type]
+    if inputs.get("ValueTensor") is not None:
+        val = heads(get("ValueTensor"), hkv)  # type: ignore[arg-type]
+    assert k is not None and val is not None
+    d, dv = q.shape[3], val.shape[3]
+    bias = get("BiasTensor")
+    if bias is not None:  # [query's | key's | value's], each (head, element)
+        bias = bias.reshape(-1)
+        q = q + bias[:hq * d].reshape(1, hq, 1, d)
+        k = k + bias[hq * d:(hq + hkv) * d].reshape(1, hkv, 1, d)
+        val = val + bias[(hq + hkv) * d:].reshape(1, hkv, 1, dv)
+    past_k, past_v = get("PastKeyTensor"), get("PastValueTensor")
+    if past_k is not None and past_v is not None:  # the past comes first
+        k = np.concatenate([past_k.reshape(past_k.shape[-4:]), k], axis=2)
+        val = np.concatenate([past_v.reshape(past_v.shape[-4:]), val], axis=2)
+    group = hq // hkv  # query head h attends with key/value head h // group
+    s = np.float64(v.Scale) * np.einsum("bhid,bhjd->bhij", q, np.repeat(k, group, axis=1))
+    rpb = get("RelativePositionBiasTensor")
+    if rpb is not None:
+        s = s + rpb.reshape(rpb.shape[-4:]) if rpb.ndim > 4 else s + rpb
+    given = inputs.get("MaskTensor")
+    mask = np.zeros(0, np.int32) if given is None else given
+    f = np.float64(v.MaskFilterValue)
+    keys = np.arange(s.shape[3])
+    if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN:
+        s = s + np.where(np.broadcast_to(mask.reshape(mask.shape[-4:]) if mask.ndim > 4
+                                         else mask, s.shape) == 0, f, 0.0)
+    elif v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH:
+        lengths = mask.reshape(-1)
+        s = np.where(keys[None, :] >= lengths[:, None], f, s[...].transpose(1, 2, 0, 3)) \
+            .transpose(2, 0, 1, 3)
+    elif v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_END_START:
+        ends, starts = mask.reshape(2, -1)
+        outside = (keys[None, :] < starts[:, None]) | (keys[None, :] >= ends[:, None])
+        s = np.where(outside, f, s.transpose(1, 2, 0, 3)).transpose(2, 0, 1, 3)
+    e = np.exp(s - s.max(axis=3, keepdims=True))
+    p = e / e.sum(axis=3, keepdims=True)
+    o = np.einsum("bhij,bhje->bhie", p, np.repeat(val, group, axis=1))
+    o = o.transpose(0, 2, 1, 3).reshape(out_t.sizes)
+    result = {"OutputTensor": o.astype(dtype)}
+    if v.OutputPresentKeyTensor is not None:
+        result["OutputPresentKeyTensor"] = k.reshape(v.OutputPresentKeyTensor.sizes).astype(dtype)
+        result["OutputPresentValueTensor"] = \
+            val.reshape(v.OutputPresentValueTensor.sizes).astype(dtype)
+    return result
+
+
+ROWS = (
+    Row(OP.DML_OPERATOR_MULTIHEAD_ATTENTION, AttentionPlan.build, reference, KERNEL_TYPES,
+        unsupported),
+    Row(OP.DML_OPERATOR_MULTIHEAD_ATTENTION1, AttentionPlan.build, reference, KERNEL_TYPES,
+        unsupported),
+)
