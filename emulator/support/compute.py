@@ -34,6 +34,10 @@ BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
 TRANSPOSE = DML_MATRIX_TRANSFORM.DML_MATRIX_TRANSFORM_TRANSPOSE
 BIDIRECTIONAL = DML_RECURRENT_NETWORK_DIRECTION.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL
 MASK_NONE = DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_NONE
+MASK_BOOLEAN = DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN
+MASK_ROWS = {  # the key-range masks: {rows, batch}
+    DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH: 1,
+    DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_END_START: 2}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -399,7 +403,8 @@ def _attention(ctx: Context, v: SimpleNamespace, q_heads: int, kv_heads: int,
         ctx.fail("QueryTensor", q, "exactly one query, one key and one value source must be "
                  "given: Query+Key+Value, StackedQueryKey+Value, Query+StackedKeyValue, or "
                  f"StackedQueryKeyValue alone (given: {sorted(present)})")
-    # query: batch, sequence length
+    # query: batch, sequence length, head size (d); keys: kvSequence; values: head size (dv)
+    kv_seq = dv = -1
     if sqkv is not None or sqk is not None:
         st = sqkv if sqkv is not None else sqk
         name = "StackedQueryKeyValueTensor" if sqkv is not None else "StackedQueryKeyTensor"
@@ -409,31 +414,52 @@ def _attention(ctx: Context, v: SimpleNamespace, q_heads: int, kv_heads: int,
         ctx.require(st.sizes[2] == q_heads and st.sizes[3] == stack, f"{name}.Sizes", st.sizes,
                     f"must be {{batch, sequence, {q_heads_field} = {q_heads}, {stack}, "
                     "headSize}")
-        batch, seq = st.sizes[0], st.sizes[1]
+        ctx.require(q_heads == kv_heads, kv_heads_field, kv_heads,
+                    f"must equal {q_heads_field} = {q_heads} with {name} (one head count "
+                    "for the stacked queries and keys)")
+        batch, seq, d = st.sizes[0], st.sizes[1], st.sizes[4]
+        kv_seq = seq
+        if sqkv is not None:
+            dv = d
     else:
         assert q is not None
         batch, seq, hidden = _strip_leading_ones(ctx, "QueryTensor", q, 3)
         ctx.require(hidden % q_heads == 0, q_heads_field, q_heads,
                     f"must divide the query hidden size {hidden}")
+        d = hidden // q_heads
     # key/value batch
     if skv is not None:
         _rank(ctx, "StackedKeyValueTensor", skv, 5)
         ctx.require(skv.sizes[2] == kv_heads and skv.sizes[3] == 2, "StackedKeyValueTensor.Sizes",
                     skv.sizes, f"must be {{batch, kvSequence, {kv_heads_field} = {kv_heads}, 2, "
                     "headSize}")
-        ctx.require(skv.sizes[0] == batch, "StackedKeyValueTensor.Sizes", skv.sizes,
-                    f"the batch size must equal the query's {batch}")
+        ctx.require(skv.sizes[0] == batch and skv.sizes[4] == d, "StackedKeyValueTensor.Sizes",
+                    skv.sizes, f"must be {{batch = {batch}, kvSequence, {kv_heads}, 2, "
+                    f"headSize = {d}}} (the query's batch and head size)")
+        kv_seq, dv = skv.sizes[1], d
     for name, what, t in (("KeyTensor", "key", k), ("ValueTensor", "value", val)):
         if t is None:
             continue
-        tb, _, thidden = _strip_leading_ones(ctx, name, t, 3)
+        tb, t_seq, thidden = _strip_leading_ones(ctx, name, t, 3)
         ctx.require(tb == batch, f"{name}.Sizes", t.sizes,
                     f"the batch size must equal the query's {batch}")
         ctx.require(thidden % kv_heads == 0, kv_heads_field, kv_heads,
                     f"must divide the {what} hidden size {thidden}")
+        if t is k:
+            ctx.require(thidden == kv_heads * d, f"{name}.Sizes", t.sizes,
+                        f"must be {{{batch}, kvSequence, {kv_heads_field} x the query's head "
+                        f"size = {kv_heads * d}}}")
+            kv_seq = t_seq
+        else:
+            ctx.require(t_seq == kv_seq, f"{name}.Sizes", t.sizes,
+                        f"its sequence length must equal the keys' {kv_seq}")
+            dv = thidden // kv_heads
     out = _strip_leading_ones(ctx, "OutputTensor", v.OutputTensor, 3)
-    ctx.require(out[0] == batch and out[1] == seq, "OutputTensor.Sizes", v.OutputTensor.sizes,
-                f"must be {{batch = {batch}, sequence = {seq}, valueHiddenSize}}")
+    ctx.require(out[0] == batch and out[1] == seq and out[2] == q_heads * dv,
+                "OutputTensor.Sizes", v.OutputTensor.sizes,
+                f"must be {{batch = {batch}, sequence = {seq}, {q_heads_field} x value head "
+                f"size = {q_heads * dv}}}")
+    _attention_extras(ctx, v, batch, seq, kv_seq, q_heads, kv_heads, d, dv)
     # optional tensors that go together
     ctx.require((v.MaskTensor is None) == (v.MaskType == MASK_NONE), "MaskType", v.MaskType,
                 "must be DML_MULTIHEAD_ATTENTION_MASK_TYPE_NONE exactly when MaskTensor is null")
@@ -442,6 +468,62 @@ def _attention(ctx: Context, v: SimpleNamespace, q_heads: int, kv_heads: int,
     ctx.require((v.OutputPresentKeyTensor is None) == (v.OutputPresentValueTensor is None),
                 "OutputPresentValueTensor", v.OutputPresentValueTensor,
                 "OutputPresentKeyTensor and OutputPresentValueTensor must be given together")
+
+
+def _broadcasts(t: Tensor, to: tuple[int, ...]) -> bool:
+    """NumPy's rule: sizes aligned on the right, each 1 or the target's; extra leading 1s."""
+    extra = t.dim_count - len(to)
+    if extra > 0 and any(n != 1 for n in t.sizes[:extra]):
+        return False
+    tail = t.sizes[max(extra, 0):]
+    return all(n in (1, m) for n, m in zip(tail, to[len(to) - len(tail):]))
+
+
+def _attention_extras(ctx: Context, v: SimpleNamespace, batch: int, seq: int, kv_seq: int,
+                      q_heads: int, kv_heads: int, d: int, dv: int) -> None:
+    """The optional tensors' shapes, from the sizes the inputs give (ONNX Runtime's provider
+    checks the same relations before it builds a desc)."""
+    if v.BiasTensor is not None:
+        bias = _strip_leading_ones(ctx, "BiasTensor", v.BiasTensor, 1)
+        want = q_heads * d + kv_heads * d + kv_heads * dv
+        ctx.require(bias[0] == want, "BiasTensor.Sizes", v.BiasTensor.sizes,
+                    f"must hold the query's, the key's and the value's biases: {q_heads * d} + "
+                    f"{kv_heads * d} + {kv_heads * dv} = {want} elements")
+    past = 0
+    if v.PastKeyTensor is not None and v.PastValueTensor is not None:
+        pk = _strip_leading_ones(ctx, "PastKeyTensor", v.PastKeyTensor, 4)
+        pv = _strip_leading_ones(ctx, "PastValueTensor", v.PastValueTensor, 4)
+        past = pk[2]
+        ctx.require(pk[:2] == (batch, kv_heads) and pk[3] == d, "PastKeyTensor.Sizes",
+                    v.PastKeyTensor.sizes, f"must be {{batch = {batch}, {kv_heads} key/value "
+                    f"heads, pastSequence, headSize = {d}}}")
+        ctx.require(pv == (batch, kv_heads, past, dv), "PastValueTensor.Sizes",
+                    v.PastValueTensor.sizes, f"must be {{{batch}, {kv_heads}, {past} (the past "
+                    f"keys'), value head size = {dv}}}")
+    total = past + kv_seq
+    if v.OutputPresentKeyTensor is not None and v.OutputPresentValueTensor is not None:
+        for name, size in (("OutputPresentKeyTensor", d), ("OutputPresentValueTensor", dv)):
+            t = getattr(v, name)
+            ctx.require(_strip_leading_ones(ctx, name, t, 4) == (batch, kv_heads, total, size),
+                        f"{name}.Sizes", t.sizes, f"must be {{{batch}, {kv_heads}, past + "
+                        f"kvSequence = {total}, {size}}}")
+    scores = (batch, q_heads, seq, total)
+    rpb = v.RelativePositionBiasTensor
+    if rpb is not None:
+        ctx.require(_broadcasts(rpb, scores), "RelativePositionBiasTensor.Sizes", rpb.sizes,
+                    f"must broadcast to {{batch, heads, sequence, past + kvSequence}} = "
+                    f"{list(scores)}")
+    m = v.MaskTensor
+    if m is None:
+        return
+    if v.MaskType == MASK_BOOLEAN:
+        ctx.require(_broadcasts(m, scores), "MaskTensor.Sizes", m.sizes,
+                    f"a boolean mask must broadcast to {{batch, heads, sequence, past + "
+                    f"kvSequence}} = {list(scores)}")
+    elif v.MaskType in MASK_ROWS:
+        rows = MASK_ROWS[v.MaskType]
+        ctx.require(m.sizes[-1] == batch and m.element_count == rows * batch, "MaskTensor.Sizes",
+                    m.sizes, f"must be {{{rows}, batch = {batch}}} for {v.MaskType.name}")
 
 
 def multihead_attention(ctx: Context, v: SimpleNamespace) -> None:

@@ -258,6 +258,26 @@ BROKEN: list[tuple[str, dict[str, Any], str]] = [
     ("mha", {"OutputTensor": td((2, 4, 8))}, r"OutputTensor\.Sizes"),
     ("mha", {"KeyTensor": td((1, 4, 8))}, r"KeyTensor\.Sizes"),
     ("mha", {"QueryTensor": td((2, 1, 3, 8))}, r"QueryTensor\.Sizes"),
+    ("mha", {"ValueTensor": td((2, 5, 8))}, r"ValueTensor\.Sizes"),
+    ("mha", {"KeyTensor": None, "ValueTensor": None,
+             "StackedKeyValueTensor": td((2, 4, 2, 2, 3))}, r"StackedKeyValueTensor\.Sizes"),
+    ("mha", {"BiasTensor": td((23,))}, r"BiasTensor\.Sizes"),
+    ("mha", {"PastKeyTensor": td((2, 2, 1, 3)), "PastValueTensor": td((2, 2, 1, 4))},
+     r"PastKeyTensor\.Sizes"),
+    ("mha", {"PastKeyTensor": td((2, 2, 1, 4)), "PastValueTensor": td((2, 2, 2, 4))},
+     r"PastValueTensor\.Sizes"),
+    ("mha", {"OutputPresentKeyTensor": td((2, 2, 5, 4)),
+             "OutputPresentValueTensor": td((2, 2, 4, 4))}, r"OutputPresentKeyTensor\.Sizes"),
+    ("mha", {"RelativePositionBiasTensor": td((2, 3, 3, 4))},
+     r"RelativePositionBiasTensor\.Sizes"),
+    ("mha", {"MaskTensor": td((2, 1, 2, 4), I32),
+             "MaskType": DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN}, r"MaskTensor\.Sizes"),
+    ("mha", {"MaskTensor": td((1, 3), I32),
+             "MaskType": DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH},
+     r"MaskTensor\.Sizes"),
+    ("mha1", {"QueryHeadCount": 4, "KeyValueHeadCount": 2, "QueryTensor": None,
+              "KeyTensor": None, "StackedQueryKeyTensor": td((2, 3, 4, 2, 2)),
+              "OutputTensor": td((2, 3, 16))}, "KeyValueHeadCount"),
     ("mha1", {"QueryHeadCount": 3}, "QueryHeadCount"),
     ("mha1", {"KeyValueHeadCount": 0}, "KeyValueHeadCount"),
     ("mha1", {"QueryTensor": None, "KeyTensor": None,
@@ -283,8 +303,9 @@ def test_stacked_layouts_are_accepted() -> None:
 
 
 def test_grouped_query_heads_are_accepted() -> None:
+    # query heads of size 4 over one key/value head: the output has a row of 4 per query head
     assert create("mha1", QueryHeadCount=2, KeyValueHeadCount=1, KeyTensor=td((2, 4, 4)),
-                  ValueTensor=td((2, 4, 4)), OutputTensor=td((2, 3, 4)))
+                  ValueTensor=td((2, 4, 4)), OutputTensor=td((2, 3, 8)))
 
 
 def test_mask_with_mask_type_is_accepted() -> None:
