@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,35 +96,27 @@ def gemm(dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int, 
        alpha, a, lda, b, ldb, beta, c, ldc)
 
 
-_pools: dict[tuple[int, int], Any] = {}  # (process, size) -> a thread pool
-_pools_lock = threading.Lock()
 
 
 def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
     """Every ``gemm`` call of a dispatch (``calls``: its arguments after ``dtype``). Many
     independent products (a batch at least as large as the thread count) run side by side, one
-    single-threaded ``?gemm`` per thread on a contiguous share of the batch: a BLAS threads one
-    small product poorly ([8,12,512,64] x [8,12,64,512]: ~30% faster so on 2 cores). Otherwise
-    the calls run in turn, each threaded by the BLAS. The bytes are the same either way: the
-    BLAS splits M and N among its threads, never K."""
+    single-threaded ``?gemm`` per task on Numba's threads (``kernels.gemm_calls``): a BLAS
+    threads one small product poorly ([8,12,512,64] x [8,12,64,512] at 16 threads on the Xeon:
+    4.5 ms so, 6.3 with a Python thread per share of the batch, more threaded call by call).
+    Otherwise the calls run in turn, each threaded by the BLAS. The bytes are the same either
+    way: the BLAS splits M and N among its threads, never K."""
     batch = len(calls)
     if threads > 1 and batch >= threads and (batch % threads == 0 or batch >= 4 * threads):
-        from concurrent.futures import ThreadPoolExecutor
+        from . import kernels
 
         use_threads(1)
-        key = (os.getpid(), threads)  # a forked child has none of its parent's threads
-        with _pools_lock:  # Python threads sharing a device dispatch side by side
-            pool = _pools.get(key)
-            if pool is None:
-                pool = _pools[key] = ThreadPoolExecutor(threads, "dml-emulator-gemm")
-        share = -(-batch // threads)
-
-        def part(first: int) -> None:
-            for args in calls[first:first + share]:
-                gemm(dtype, *args)
-
-        for future in [pool.submit(part, i) for i in range(0, batch, share)]:
-            future.result()
+        fn, wide = address(dtype)
+        ints = np.array([(TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, a, lda,
+                          b, ldb, c, ldc)
+                         for ta, tb, m, n, k, _, a, lda, b, ldb, _, c, ldc in calls], np.int64)
+        reals = np.array([(call[5], call[10]) for call in calls], np.float64)  # alpha, beta
+        kernels.gemm_calls(fn, wide, np.dtype(dtype) == np.float64, ints, reals)
         return
     use_threads(threads)
     for args in calls:

@@ -360,3 +360,70 @@ def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no c
             _sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
         else:
             _sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+
+
+def _gemm_calls_intrinsic(int_t: ir.Type, real_t: ir.Type) -> Any:
+    @intrinsic
+    def call(typingctx, fn, ints, reals, i):  # pragma: no cover - code generation
+        """``?gemm`` at address ``fn`` with row ``i`` of ``ints`` (transA, transB, M, N, K,
+        A, lda, B, ldb, C, ldc: addresses of bound buffers the caller holds) and ``reals``
+        (alpha, beta)."""
+        sig = types.void(types.int64, ints, reals, types.int64)
+        fn_type = ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, int_t, int_t, int_t, real_t,
+                                                  _VOIDP, int_t, _VOIDP, int_t, real_t, _VOIDP,
+                                                  int_t])
+
+        def codegen(context, builder, sig, args):
+            fn, ints, reals, i = args
+            iary = context.make_array(sig.args[1])(context, builder, ints)
+            rary = context.make_array(sig.args[2])(context, builder, reals)
+            row = builder.mul(i, ir.Constant(_I64, 11))
+
+            def at(k):
+                return builder.load(builder.gep(iary.data, [builder.add(row, ir.Constant(
+                    _I64, k))]))
+
+            def n(k):
+                v = at(k)
+                return builder.trunc(v, int_t) if int_t.width < 64 else v
+
+            def p(k):
+                return builder.inttoptr(at(k), _VOIDP)
+
+            def real(k):
+                v = builder.load(builder.gep(rary.data, [builder.add(builder.mul(
+                    i, ir.Constant(_I64, 2)), ir.Constant(_I64, k))]))
+                return builder.fptrunc(v, real_t) if isinstance(real_t, ir.FloatType) else v
+
+            trans = [builder.trunc(at(k), _I32) for k in (0, 1)]
+            builder.call(builder.inttoptr(fn, fn_type.as_pointer()),
+                         [ir.Constant(_I32, 101), *trans, n(2), n(3), n(4), real(0), p(5), n(6),
+                          p(7), n(8), real(1), p(9), n(10)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return call
+
+
+_gemm_s64 = _gemm_calls_intrinsic(_I64, _F32)
+_gemm_s32 = _gemm_calls_intrinsic(_I32, _F32)
+_gemm_d64 = _gemm_calls_intrinsic(_I64, ir.DoubleType())
+_gemm_d32 = _gemm_calls_intrinsic(_I32, ir.DoubleType())
+
+
+@kernel
+def gemm_calls(fn, wide, double, ints, reals):  # pragma: no cover - compiled
+    """Independent ``?gemm`` calls side by side, one single-threaded call per task on Numba's
+    threads (``ints`` [calls, 11], ``reals`` [calls, 2] float64: see the intrinsic). Run
+    from Numba's own pool, the calls need no Python thread per call and no hand-off."""
+    for i in prange(ints.shape[0]):
+        if double:
+            if wide:
+                _gemm_d64(fn, ints, reals, np.int64(i))
+            else:
+                _gemm_d32(fn, ints, reals, np.int64(i))
+        elif wide:
+            _gemm_s64(fn, ints, reals, np.int64(i))
+        else:
+            _gemm_s32(fn, ints, reals, np.int64(i))
