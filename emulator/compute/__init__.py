@@ -9,9 +9,11 @@ from types import SimpleNamespace
 from descriptors import DML_OPERATOR_TYPE
 
 from .. import family
-from . import table
+from . import attention, integer, pooling, recurrent, table
 
-ROWS = table.ROWS
+# One row table per kind of work: GEMM and CONVOLUTION (table), the pooling family, the integer
+# and quantized products, the recurrent networks, multi-head attention.
+ROWS = table.ROWS + pooling.ROWS + integer.ROWS + recurrent.ROWS + attention.ROWS
 BY_OPERATOR = {row.operator: row for row in ROWS}
 
 __all__ = ["BY_OPERATOR", "ROWS", "module"]

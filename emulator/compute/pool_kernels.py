@@ -1,0 +1,475 @@
+"""The window engine of the pooling rows (``compute/pooling.py``): ``pool`` walks every output
+element's window over the strided input and reduces it to a maximum (with the flattened index of
+the chosen element), an average, an LP norm or a plain sum.
+
+The geometry arrives collapsed by the plan into one int64 array ``g`` (``GEOMETRY`` names its
+slots): batch and channel counts, per spatial dimension (depth, height, width; a 2-D pooling has
+depth 1) the input size, output size, window size, stride, dilation and start padding, then the
+input's and the output's element strides, IncludePadding, whether indices are wanted, and the
+rows per task. An input coordinate along a dimension is ``o * Stride - StartPadding +
+k * Dilation``; taps outside [0, size) are padding and hold no element.
+
+A task is a block of output rows (batch, channel, depth, height; about 2,048 outputs, so that
+its buffers are allocated once: a task per row spent more on allocating than on a 3x3 window).
+Per row the valid window rows along depth and height are found once; per window column ``kw``
+the range of output columns whose tap lies inside the input is known from the geometry, so the
+inner loop runs along the output row with no bounds test and unsigned offsets (a signed index
+made LLVM keep NumPy's negative-index wraparound and stay scalar, as the normalization kernels
+found). Buffers are indexed, never sliced or swapped: each array view costs an atomic reference
+count, which took a third of a 3x3 window's time.
+
+Two task kernels over float32 inputs, serial C-callable functions called by address from the
+normalization rows' parallel driver (``norm_kernels.run``; no parallel kernel of its own), each
+compiled on first use and kept in Numba's disk cache:
+
+- ``MAX`` (FLOAT32 as it lies; FLOAT16 widened exactly by the plan into a dense float32 copy;
+  the integer types' maximum is NumPy's, in the plan), writing float32. Each output starts from
+  its window's first valid element (in window order: depth, height, width) and takes a later
+  element ``v`` when ``v > best``, or when ``best`` is NaN and ``v`` is not: NaN is skipped
+  unless the window holds nothing else, ties keep the first (the lowest input index), -0 and
+  +0 tie. A window with no valid element gives -inf and index -1. The running maxima live in
+  two rows, one read and one written per window tap: updated in place, LLVM made the select a
+  masked store (vmaskmovps), 3x slower on the AMD EPYC dev box than plain stores. Without
+  indices, the common windows (2 or 3 wide, stride 1 or 2, undilated, unit input stride:
+  ResNet's 3x3/2) take all window columns of a window row in one vectorised pass with constant
+  offsets.
+- ``SUM`` (FLOAT32 as it lies; FLOAT16 and the quantized 8-bit inputs widened exactly): float64
+  sums in window order (strides 1 and 2 specialised so they vectorise; the common windows, as
+  MAX's, one pass per window row), then the average (divided by the window size, passed as
+  ``p``, or by the number of valid taps without IncludePadding: 0/0 = NaN for a window of
+  padding only), the P-th root of the sum of |x|^P (P 1 and 2 exactly, others through
+  ``pow``), or the plain sum, into a dense float64 scratch that the plan rounds once to the
+  output's type.
+
+Why this shape (2-core dev box, cold cache): one task kernel per storage type holding every
+computation (float32, uint16 bits for FLOAT16, int64) cost 12-29 s each under load; the MAX and
+SUM kernels apart, float32 only (FLOAT16 widened, integers in NumPy): about 10-12 s (MAX) and
+3-6 s (SUM) of CPU time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import carray, types
+
+from ..kernels.jit import c_kernel, inline
+from ..reduction.norm_kernels import run
+
+AVERAGE, LP, MAXIMUM, SUM = 0, 1, 2, 3
+# Slots of the geometry array ``g``.
+N, C = 0, 1
+DIM = 2          # per spatial dimension d (0 depth, 1 height, 2 width): DIM + 6 * d + field
+SIZE, OUT, WINDOW, STRIDE, DILATION, PAD = range(6)  # WINDOW, PAD: of the live taps (the plan)
+XSTRIDES = 20    # input strides n, c, d, h, w
+YSTRIDES = 25    # output strides n, c, d, h, w
+INCLUDE_PADDING = 30
+WANT_INDEX = 31
+BLOCK = 32       # output rows per task
+GEOMETRY = 33
+
+
+@inline
+def _valid(o, stride, pad, window, dilation, size):  # pragma: no cover
+    """The window taps [lo, hi) of output coordinate ``o`` that fall inside [0, size) (no
+    division when undilated: a row's divisions cost as much as a 3x3 window's work on it)."""
+    start = o * stride - pad
+    last = size - 1 - start
+    if dilation == 1:
+        lo = max(0, -start)
+        hi = min(window, last + 1)
+    else:
+        lo = 0 if start >= 0 else (-start + dilation - 1) // dilation
+        hi = 0 if last < 0 else min(window, last // dilation + 1)
+    return lo, max(lo, hi)
+
+
+ONE = np.uint64(1)
+TWO = np.uint64(2)
+
+
+@inline
+def _lp_term(v, p):  # pragma: no cover
+    """|v|^P (P = 1 and 2 exactly, others through pow)."""
+    a = abs(v)
+    if p == 1.0:
+        return a
+    if p == 2.0:
+        return a * a
+    return math.pow(a, p)
+
+
+@inline
+def _larger(v, cur):  # pragma: no cover
+    """The running maximum after element ``v``: ``v`` when larger, or when ``cur`` is NaN and
+    ``v`` is not (a select, no branch)."""
+    return v if (v > cur) | ((cur != cur) & (v == v)) else cur
+
+
+@inline
+def _start(g, r, q):  # pragma: no cover
+    """q = the coordinates (batch, channel, depth, height) of output row ``r``."""
+    q[3] = r % g[DIM + 6 + 1]
+    t = r // g[DIM + 6 + 1]
+    q[2] = t % g[DIM + 1]
+    t = t // g[DIM + 1]
+    q[1] = t % g[C]
+    q[0] = t // g[C]
+
+
+@inline
+def _advance(g, q):  # pragma: no cover
+    """q = the coordinates of the next output row (no division: a row's divisions cost more
+    than a 3x3 window's work on it)."""
+    q[3] += 1
+    if q[3] == g[DIM + 6 + 1]:
+        q[3] = 0
+        q[2] += 1
+        if q[2] == g[DIM + 1]:
+            q[2] = 0
+            q[1] += 1
+            if q[1] == g[C]:
+                q[1] = 0
+                q[0] += 1
+
+
+@inline
+def _place(g, q):  # pragma: no cover
+    """Where the output row at coordinates ``q`` starts: the input offset of its (batch,
+    channel) plane, the output offset of the row, the valid window rows [kd0, kd1) and
+    [kh0, kh1), the first input depth and height of its window, its flat plane number."""
+    d_in, d_k, d_s, d_l, d_p = g[2], g[4], g[5], g[6], g[7]
+    h_in, h_k, h_s, h_l, h_p = g[8], g[10], g[11], g[12], g[13]
+    n, c, od, oh = q[0], q[1], q[2], q[3]
+    xb = n * g[XSTRIDES] + c * g[XSTRIDES + 1]
+    yb = np.uint64(n * g[YSTRIDES] + c * g[YSTRIDES + 1] + od * g[YSTRIDES + 2]
+                   + oh * g[YSTRIDES + 3])
+    kd0, kd1 = _valid(od, d_s, d_p, d_k, d_l, d_in)
+    kh0, kh1 = _valid(oh, h_s, h_p, h_k, h_l, h_in)
+    return xb, yb, kd0, kd1, kh0, kh1, od * d_s - d_p, oh * h_s - h_p, n * g[C] + c
+
+
+@inline
+def _fused_row(x, buf, src, jlo, jhi, rx, w_k, w_s, w_p, j0, j1, first,
+               low):  # pragma: no cover
+    """One window row of a MAX without indices, unit input stride, undilated, ``w_k`` 2 or 3
+    and stride ``w_s`` 1 or 2, from ``buf[src]`` into ``buf[1 - src]``: the output columns
+    [j0, j1), whose every tap is inside the input, in one vectorised pass (constant offsets),
+    the few others tap by tap. ``first``: the window's first valid row, whose first valid
+    element starts each maximum (``buf[src]`` unread)."""
+    dst = 1 - src
+    n = np.uint64(j1 - j0)
+    base = rx + np.uint64(j0 * w_s - w_p)
+    c0 = np.uint64(j0)
+    if first:
+        if w_k == 3 and w_s == 2:
+            for j in range(n):
+                o = base + j * TWO
+                buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE], x[o]))
+        elif w_k == 3:
+            for j in range(n):
+                o = base + j
+                buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE], x[o]))
+        else:
+            for j in range(n):
+                o = base + j * TWO
+                buf[dst, c0 + j] = _larger(x[o + ONE], x[o])
+    elif w_k == 3 and w_s == 2:
+        for j in range(n):
+            o = base + j * TWO
+            buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE],
+                                                           _larger(x[o], buf[src, c0 + j])))
+    elif w_k == 3:
+        for j in range(n):
+            o = base + j
+            buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE],
+                                                           _larger(x[o], buf[src, c0 + j])))
+    else:
+        for j in range(n):
+            o = base + j * TWO
+            buf[dst, c0 + j] = _larger(x[o + ONE], _larger(x[o], buf[src, c0 + j]))
+    width = buf.shape[1]
+    for e in range(j0 + width - j1):  # the border columns: [0, j0) and [j1, width)
+        j = e if e < j0 else j1 + e - j0
+        m = low if first else buf[src, j]
+        start = first
+        for kw in range(w_k):
+            if jlo[kw] <= j < jhi[kw]:
+                v = x[rx + np.uint64(j * w_s - w_p + kw)]
+                m = v if start else _larger(v, m)
+                start = False
+        buf[dst, j] = m
+
+
+@inline
+def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cover
+    """MAX over output row ``r``; jlo, jhi, j0, j1: the column ranges (``_columns``); buf, ibuf: the
+    task's two rows of running maxima and of their indices. Each window tap reads one row and
+    writes the other: updated in place, LLVM made the select a masked store (vmaskmovps), 3x
+    slower on AMD EPYC than plain stores. Plain indices into the task's buffers, no views: a
+    view of an array (or swapping two) costs an atomic reference count, which took a third of
+    the time of a 3x3 window."""
+    d_in, d_l = g[2], g[6]
+    h_in, h_l = g[8], g[12]
+    w_in, w_out, w_k, w_s, w_l, w_p = g[14], g[15], g[16], g[17], g[18], g[19]
+    xb, yb, kd0, kd1, kh0, kh1, d0, h0, plane = _place(g, q)
+    ysw = np.uint64(g[YSTRIDES + 4])
+    sxw = g[XSTRIDES + 4]
+    step = np.uint64(w_s * sxw)
+    ow = np.uint64(w_out)
+    want = g[WANT_INDEX] != 0
+    low = np.float32(-np.inf)  # the maximum of a window with no element
+    src = 0
+    for j in range(w_out):
+        buf[0, j] = low
+    if want:
+        for j in range(w_out):
+            ibuf[0, j] = -1
+    if kd1 > kd0 and kh1 > kh0:
+        # Without indices, the common windows (2 or 3 wide, stride 1 or 2, undilated, a
+        # contiguous input row) take every window column in one pass over the output row.
+        fused = (not want and w_l == 1 and sxw == 1 and j1 > j0
+                 and ((w_k == 3 and w_s <= 2) or (w_k == 2 and w_s == 2)))
+        if not fused:
+            # Start from each window's first valid element: the first valid (depth, height)
+            # row, its smallest valid kw (written last).
+            rx = xb + (d0 + kd0 * d_l) * g[XSTRIDES + 2] + (h0 + kh0 * h_l) * g[XSTRIDES + 3]
+            ri = (plane * d_in + d0 + kd0 * d_l) * h_in + h0 + kh0 * h_l
+            for kw in range(w_k - 1, -1, -1):
+                lo = np.uint64(jlo[kw])
+                m = np.uint64(jhi[kw]) - lo
+                col = jlo[kw] * w_s - w_p + kw * w_l
+                off = np.uint64(rx + col * sxw)
+                for j in range(m):
+                    buf[0, lo + j] = x[off + j * step]
+                if want:
+                    i0 = ri * w_in + col
+                    for j in range(m):
+                        ibuf[0, lo + j] = i0 + np.int64(j) * w_s
+        for kd in range(kd0, kd1):
+            for kh in range(kh0, kh1):
+                rx = xb + (d0 + kd * d_l) * g[XSTRIDES + 2] \
+                    + (h0 + kh * h_l) * g[XSTRIDES + 3]
+                ri = (plane * d_in + d0 + kd * d_l) * h_in + h0 + kh * h_l
+                if fused:
+                    _fused_row(x, buf, src, jlo, jhi, np.uint64(rx), w_k, w_s, w_p, j0, j1,
+                               kd == kd0 and kh == kh0, low)
+                    src = 1 - src
+                    continue
+                for kw in range(w_k):
+                    dst = 1 - src
+                    hi = jhi[kw]
+                    lo = np.uint64(jlo[kw])
+                    m = np.uint64(hi) - lo
+                    col = jlo[kw] * w_s - w_p + kw * w_l
+                    off = np.uint64(rx + col * sxw)
+                    for j in range(jlo[kw]):  # the columns this tap misses keep their values
+                        buf[dst, j] = buf[src, j]
+                    for j in range(hi, w_out):
+                        buf[dst, j] = buf[src, j]
+                    if want:
+                        for j in range(jlo[kw]):
+                            ibuf[dst, j] = ibuf[src, j]
+                        for j in range(hi, w_out):
+                            ibuf[dst, j] = ibuf[src, j]
+                        i0 = ri * w_in + col
+                        for j in range(m):
+                            v = x[off + j * step]
+                            bj = buf[src, lo + j]
+                            take = (v > bj) | ((bj != bj) & (v == v))
+                            buf[dst, lo + j] = v if take else bj
+                            ibuf[dst, lo + j] = i0 + np.int64(j) * w_s if take \
+                                else ibuf[src, lo + j]
+                    else:  # (the common windows take the fused rows above)
+                        for j in range(m):
+                            buf[dst, lo + j] = _larger(x[off + j * step], buf[src, lo + j])
+                    src = dst
+    if ysw == 1:
+        for j in range(ow):
+            y[yb + j] = buf[src, j]
+    else:
+        for j in range(ow):
+            y[yb + j * ysw] = buf[src, j]
+    if want:
+        ib0 = r * w_out
+        for j in range(w_out):
+            ind[ib0 + j] = ibuf[src, j]
+
+
+@inline
+def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
+    """AVERAGE, LP or SUM over output row ``r`` into ``y``, a dense float64 scratch."""
+    d_l, h_l = g[6], g[12]
+    w_out, w_k, w_s, w_l, w_p = g[15], g[16], g[17], g[18], g[19]
+    xb, _, kd0, kd1, kh0, kh1, d0, h0, _ = _place(g, q)
+    yb = np.uint64(r * w_out)  # y is a dense float64 scratch
+    step = np.uint64(w_s * g[XSTRIDES + 4])
+    ow = np.uint64(w_out)
+    for j in range(ow):
+        acc[j] = 0.0
+    fused = (kind != LP and w_l == 1 and g[XSTRIDES + 4] == 1 and j1 > j0
+             and ((w_k == 3 and w_s <= 2) or (w_k == 2 and w_s == 2)))
+    for kd in range(kd0, kd1):
+        for kh in range(kh0, kh1):
+            rx = xb + (d0 + kd * d_l) * g[XSTRIDES + 2] + (h0 + kh * h_l) * g[XSTRIDES + 3]
+            if fused:
+                # The columns whose every tap is inside, all taps in one pass (added in window
+                # order, as the loops below would), then the border columns tap by tap.
+                n = np.uint64(j1 - j0)
+                base = np.uint64(rx + j0 * w_s - w_p)
+                c0 = np.uint64(j0)
+                if w_k == 3 and w_s == 2:
+                    for j in range(n):
+                        o = base + j * TWO
+                        acc[c0 + j] = ((acc[c0 + j] + np.float64(x[o])) + np.float64(
+                            x[o + ONE])) + np.float64(x[o + TWO])
+                elif w_k == 3:
+                    for j in range(n):
+                        o = base + j
+                        acc[c0 + j] = ((acc[c0 + j] + np.float64(x[o])) + np.float64(
+                            x[o + ONE])) + np.float64(x[o + TWO])
+                else:
+                    for j in range(n):
+                        o = base + j * TWO
+                        acc[c0 + j] = (acc[c0 + j] + np.float64(x[o])) + np.float64(x[o + ONE])
+                for e in range(j0 + w_out - j1):
+                    j = e if e < j0 else j1 + e - j0
+                    for kw in range(w_k):
+                        if jlo[kw] <= j < jhi[kw]:
+                            acc[j] += np.float64(x[np.uint64(rx + j * w_s - w_p + kw)])
+                continue
+            for kw in range(w_k):
+                lo = np.uint64(jlo[kw])
+                m = np.uint64(jhi[kw]) - lo
+                off = np.uint64(rx + (jlo[kw] * w_s - w_p + kw * w_l) * g[XSTRIDES + 4])
+                if kind == LP:
+                    for j in range(m):
+                        acc[lo + j] += _lp_term(np.float64(x[off + j * step]), p)
+                elif step == 1:
+                    for j in range(m):
+                        acc[lo + j] += np.float64(x[off + j])
+                elif step == 2:
+                    for j in range(m):
+                        acc[lo + j] += np.float64(x[off + j * TWO])
+                else:
+                    for j in range(m):
+                        acc[lo + j] += np.float64(x[off + j * step])
+    if kind == SUM:
+        for j in range(ow):
+            y[yb + j] = acc[j]
+    elif kind == LP:
+        for j in range(ow):
+            s = acc[j]
+            if p == 2.0:
+                s = math.sqrt(s)
+            elif p != 1.0:
+                s = math.pow(s, 1.0 / p)
+            y[yb + j] = s
+    elif g[INCLUDE_PADDING] != 0:
+        div = p  # the window size (the plan's: the geometry holds the live taps only)
+        for j in range(ow):
+            y[yb + j] = acc[j] / div
+    else:
+        rows = np.float64((kd1 - kd0) * (kh1 - kh0))
+        for j in range(w_out):
+            cnt = 0
+            for kw in range(w_k):
+                if jlo[kw] <= j < jhi[kw]:
+                    cnt += 1
+            y[yb + np.uint64(j)] = acc[j] / (rows * cnt)
+
+
+@inline
+def _columns(g):  # pragma: no cover
+    """For each window column kw, the output columns [jlo, jhi) whose tap lies in the input;
+    [j0, j1) the columns where all do."""
+    w_in, w_out, w_k, w_s, w_l, w_p = g[14], g[15], g[16], g[17], g[18], g[19]
+    jlo = np.empty(w_k, np.int64)
+    jhi = np.empty(w_k, np.int64)
+    for kw in range(w_k):
+        a = kw * w_l - w_p  # the input column of output column 0
+        lo = 0 if a >= 0 else (-a + w_s - 1) // w_s
+        hi = 0 if w_in - 1 - a < 0 else min(w_out, (w_in - 1 - a) // w_s + 1)
+        jlo[kw] = lo
+        jhi[kw] = max(lo, hi)
+    j0 = 0
+    j1 = w_out
+    for kw in range(w_k):  # the columns whose every tap is inside: [j0, j1)
+        j0 = max(j0, jlo[kw])
+        j1 = min(j1, jhi[kw])
+    return jlo, jhi, j0, j1
+
+
+# A task is ``g[BLOCK]`` output rows with one set of buffers: a task per row spent more on
+# allocating them than on a 3x3 window's work.
+
+def _max_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
+    """The MAX task kernel's C entry (``norm_kernels.run``'s calling convention): task ``t``;
+    the arrays from their pointers and ``sp`` = their lengths (x, ind, y)."""
+    sh = carray(sp, (3,))
+    x, y, ind = carray(xp, (sh[0],)), carray(yp, (sh[2],)), carray(ip, (sh[1],))
+    g = carray(gp, (GEOMETRY,))
+    w_out = g[DIM + 12 + 1]
+    jlo, jhi, j0, j1 = _columns(g)
+    buf = np.empty((2, w_out), np.float32)
+    ibuf = np.empty((2, w_out if g[WANT_INDEX] != 0 else 1), np.int64)
+    rows = g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1]
+    q = np.empty(4, np.int64)
+    _start(g, t * g[BLOCK], q)
+    for r in range(t * g[BLOCK], min(rows, (t + 1) * g[BLOCK])):
+        _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf)
+        _advance(g, q)
+
+
+def _sum_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
+    """The SUM task kernel's C entry: kind (AVERAGE, LP, SUM) in kp, P in rp."""
+    sh = carray(sp, (3,))
+    x, y = carray(xp, (sh[0],)), carray(yp, (sh[2],))
+    g = carray(gp, (GEOMETRY,))
+    kind, p = carray(kp, (1,))[0], carray(rp, (1,))[0]
+    jlo, jhi, j0, j1 = _columns(g)
+    acc = np.empty(g[DIM + 12 + 1], np.float64)
+    rows = g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1]
+    q = np.empty(4, np.int64)
+    _start(g, t * g[BLOCK], q)
+    for r in range(t * g[BLOCK], min(rows, (t + 1) * g[BLOCK])):
+        _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc)
+        _advance(g, q)
+
+
+_compiled: dict[bool, object] = {}
+
+
+def task_address(is_max: bool) -> int:
+    """The address of the MAX or the SUM task kernel, compiled (or loaded from the disk cache)
+    on first use."""
+    c = _compiled.get(is_max)
+    if c is None:
+        st = types.CPointer(types.float32)
+        i64, f64 = types.CPointer(types.int64), types.CPointer(types.float64)
+        out = st if is_max else f64
+        c = c_kernel(types.void(types.int64, st, i64, out, i64, i64, i64, f64, f64, f64, i64))(
+            _max_entry if is_max else _sum_entry)
+        _compiled[is_max] = c
+    return int(c.address)  # type: ignore[attr-defined]
+
+
+_NO_DIMS = np.zeros((1, 1), np.int64)
+_NO_TABLE = np.zeros((1, 1), np.float64)
+_NO_OUT = np.zeros((1, 1, 1), np.float64)
+
+
+def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int,
+         p: float) -> None:
+    """Every output row of the pooling described by ``g`` (``GEOMETRY`` slots); x: float32
+    1-D (the bound input or a dense copy). MAXIMUM: y float32 (the bound output or a dense
+    scratch); ind: int64 indices, dense in the output's row-major order (written when
+    ``g[WANT_INDEX]``). AVERAGE (``p``: the window size), LP (P = ``p``), SUM: y float64,
+    dense."""
+    rows = int(g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1])
+    tasks = -(-rows // int(g[BLOCK]))
+    shapes = np.array([x.size, ind.size, y.size], np.int64)
+    run(task_address(kind == MAXIMUM), tasks, x.view(np.uint8), ind.view(np.uint8),
+        y.view(np.uint8), g.reshape(1, -1), _NO_DIMS, np.array([kind], np.int64),
+        np.array([p], np.float64), _NO_TABLE, _NO_OUT, shapes)
