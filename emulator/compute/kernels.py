@@ -29,6 +29,7 @@ from ..kernels.jit import inline, kernel, prange
 
 G_N, G_G, G_CG, G_SPATIAL = 0, 1, 2, 3  # then 7 per spatial dimension
 FIELDS = 7  # kernel, out, in, stride, dilation, pad, up
+IM2COL_BLOCK = 1024  # output positions per im2col task
 
 
 @inline
@@ -57,63 +58,83 @@ def _inside(v0, step, size, count):  # pragma: no cover - compiled
     return min(lo, hi), hi
 
 
-@kernel
-def im2col(x, xs, geo, col):  # pragma: no cover - compiled
-    """``col`` [N, G, Cg * taps, positions] from ``x`` (element strides ``xs``: n, c, then the
-    three spatial dimensions')."""
-    n_count, groups, cg = geo[G_N], geo[G_G], geo[G_CG]
+@inline
+def _fill_tile(x, xs, geo, n, channel0, first, count, col, at, pitch):  # pragma: no cover
+    """The column matrix's rows for one image and group (input channels from ``channel0``),
+    restricted to the output positions [first, first + count): row r's position first + c at
+    ``col[at + r * pitch + c]``."""
+    cg = geo[G_CG]
     k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
-    o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    o1, o2 = geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    in2 = geo[5 + 2 * FIELDS]
+    st2, d2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS]
+    p2, up2 = geo[8 + 2 * FIELDS], geo[9 + 2 * FIELDS]
     taps = k0 * k1 * k2
-    positions = o0 * o1 * o2
-    rows = n_count * groups * cg * taps
-    for row in prange(rows):
+    s2 = xs[4]
+    for row in range(cg * taps):
         tap = row % taps
-        channel = (row // taps) % (groups * cg)
-        n = row // (taps * groups * cg)
         t2 = tap % k2
         t1 = (tap // k2) % k1
         t0 = tap // (k2 * k1)
-        base = n * xs[0] + channel * xs[1]
-        out = row * positions
-        for a in range(o0):
+        base = n * xs[0] + (channel0 + row // taps) * xs[1]
+        v0 = t2 * d2 - p2
+        done = 0
+        while done < count:
+            p = first + done
+            c0 = p % o2
+            b = (p // o2) % o1
+            a = p // (o2 * o1)
+            length = min(o2 - c0, count - done)
+            start = at + row * pitch + done
             i0, ok0 = _coordinate(geo, 0, a, t0)
-            for b in range(o1):
-                i1, ok1 = _coordinate(geo, 1, b, t1)
-                start = out + (a * o1 + b) * o2
-                if not (ok0 and ok1):
-                    for c in range(o2):
-                        col[start + c] = np.float32(0.0)
-                    continue
-                line = base + i0 * xs[2] + i1 * xs[3]
-                in2 = geo[5 + 2 * FIELDS]
-                st2, d2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS]
-                p2, up2 = geo[8 + 2 * FIELDS], geo[9 + 2 * FIELDS]
-                v0 = t2 * d2 - p2
-                s2 = xs[4]
-                if up2 == 1:  # the outputs whose v is inside: one range, copied straight
-                    lo, hi = _inside(v0, st2, in2, o2)
-                    for c in range(lo):
-                        col[start + c] = np.float32(0.0)
-                    first = line + v0 * s2
-                    step = st2 * s2
-                    if step == 1:  # unsigned offsets: the copy vectorises
-                        src, dst = np.uint64(first + lo), np.uint64(start + lo)
-                        for c in range(np.uint64(hi - lo)):
-                            col[dst + c] = load32(x, src + c)
-                    else:
-                        for c in range(lo, hi):
-                            col[start + c] = load32(x, first + c * step)
-                    for c in range(hi, o2):
-                        col[start + c] = np.float32(0.0)
+            i1, ok1 = _coordinate(geo, 1, b, t1)
+            if not (ok0 and ok1):
+                for c in range(length):
+                    col[start + c] = np.float32(0.0)
+            elif up2 == 1:
+                lo, hi = _inside(v0, st2, in2, o2)
+                lo = min(max(lo - c0, 0), length)
+                hi = min(max(hi - c0, lo), length)
+                line = base + i0 * xs[2] + i1 * xs[3] + (v0 + c0 * st2) * s2
+                for c in range(lo):
+                    col[start + c] = np.float32(0.0)
+                step = st2 * s2
+                if step == 1:  # unsigned offsets: the copy vectorises
+                    src, dst = np.uint64(line + lo), np.uint64(start + lo)
+                    for c in range(np.uint64(hi - lo)):
+                        col[dst + c] = load32(x, src + c)
                 else:
-                    for c in range(o2):
-                        v = v0 + c * st2
-                        i = v // up2
-                        if v >= 0 and i < in2 and v == i * up2:
-                            col[start + c] = load32(x, line + i * s2)
-                        else:
-                            col[start + c] = np.float32(0.0)
+                    for c in range(lo, hi):
+                        col[start + c] = load32(x, line + c * step)
+                for c in range(hi, length):
+                    col[start + c] = np.float32(0.0)
+            else:
+                line = base + i0 * xs[2] + i1 * xs[3]
+                for c in range(length):
+                    v = v0 + (c0 + c) * st2
+                    i = v // up2
+                    if v >= 0 and i < in2 and v == i * up2:
+                        col[start + c] = load32(x, line + i * s2)
+                    else:
+                        col[start + c] = np.float32(0.0)
+            done += length
+
+
+@kernel
+def im2col(x, xs, geo, col):  # pragma: no cover - compiled
+    """``col`` [N, G, Cg * taps, positions] from ``x`` (element strides ``xs``: n, c, then the
+    three spatial dimensions'), in tasks of (image, group, block of positions)."""
+    n_count, groups, cg = geo[G_N], geo[G_G], geo[G_CG]
+    kc = cg * geo[3] * geo[3 + FIELDS] * geo[3 + 2 * FIELDS]
+    positions = geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS]
+    blocks = (positions + IM2COL_BLOCK - 1) // IM2COL_BLOCK
+    for task in prange(n_count * groups * blocks):
+        part = task % blocks
+        image = task // blocks  # (n, g) as one number
+        first = part * IM2COL_BLOCK
+        count = min(IM2COL_BLOCK, positions - first)
+        _fill_tile(x, xs, geo, image // groups, (image % groups) * cg, first, count, col,
+                   image * kc * positions + first, positions)
 
 
 @kernel
@@ -263,67 +284,6 @@ _sgemm64 = _sgemm_intrinsic(_I64)  # NumPy's OpenBLAS (64-bit integers)
 _sgemm32 = _sgemm_intrinsic(_I32)  # a plain CBLAS
 
 
-@inline
-def _fill_tile(x, xs, geo, n, channel0, first, count, col):  # pragma: no cover - compiled
-    """im2col's rows for one image and group (input channels from ``channel0``) restricted to
-    the output positions [first, first + count): ``col`` [Cg * taps, count]."""
-    cg = geo[G_CG]
-    k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
-    o1, o2 = geo[4 + FIELDS], geo[4 + 2 * FIELDS]
-    in2 = geo[5 + 2 * FIELDS]
-    st2, d2 = geo[6 + 2 * FIELDS], geo[7 + 2 * FIELDS]
-    p2, up2 = geo[8 + 2 * FIELDS], geo[9 + 2 * FIELDS]
-    taps = k0 * k1 * k2
-    s2 = xs[4]
-    for row in range(cg * taps):
-        tap = row % taps
-        t2 = tap % k2
-        t1 = (tap // k2) % k1
-        t0 = tap // (k2 * k1)
-        base = n * xs[0] + (channel0 + row // taps) * xs[1]
-        v0 = t2 * d2 - p2
-        done = 0
-        while done < count:
-            p = first + done
-            c0 = p % o2
-            b = (p // o2) % o1
-            a = p // (o2 * o1)
-            length = min(o2 - c0, count - done)
-            start = row * count + done
-            i0, ok0 = _coordinate(geo, 0, a, t0)
-            i1, ok1 = _coordinate(geo, 1, b, t1)
-            if not (ok0 and ok1):
-                for c in range(length):
-                    col[start + c] = np.float32(0.0)
-            elif up2 == 1:
-                lo, hi = _inside(v0, st2, in2, o2)
-                lo = min(max(lo - c0, 0), length)
-                hi = min(max(hi - c0, lo), length)
-                line = base + i0 * xs[2] + i1 * xs[3] + (v0 + c0 * st2) * s2
-                for c in range(lo):
-                    col[start + c] = np.float32(0.0)
-                step = st2 * s2
-                if step == 1:  # unsigned offsets: the copy vectorises
-                    src, dst = np.uint64(line + lo), np.uint64(start + lo)
-                    for c in range(np.uint64(hi - lo)):
-                        col[dst + c] = load32(x, src + c)
-                else:
-                    for c in range(lo, hi):
-                        col[start + c] = load32(x, line + c * step)
-                for c in range(hi, length):
-                    col[start + c] = np.float32(0.0)
-            else:
-                line = base + i0 * xs[2] + i1 * xs[3]
-                for c in range(length):
-                    v = v0 + (c0 + c) * st2
-                    i = v // up2
-                    if v >= 0 and i < in2 and v == i * up2:
-                        col[start + c] = load32(x, line + i * s2)
-                    else:
-                        col[start + c] = np.float32(0.0)
-            done += length
-
-
 @kernel
 def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no cover - compiled
     """A convolution as tiles of (image, group, block of output positions), each on one
@@ -345,7 +305,7 @@ def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no c
         first = part * block
         count = min(block, positions - first)
         col = np.empty(kc * count, np.float32)
-        _fill_tile(x, xs, geo, n, g * cg, first, count, col)
+        _fill_tile(x, xs, geo, n, g * cg, first, count, col, 0, count)
         o = n * os[0] + g * cog * os[1] + first
         beta = np.float32(0.0)
         if bias.size > 0:
