@@ -27,10 +27,13 @@ from emulator.reduction.table import ROWS as REDUCTION_ROWS
 from emulator.registry import validate_operator
 
 from .helpers import EIGHT, addressed_mask, desc, initialize_and_dispatch
+from .test_attention import make_case as attention_case
 from .test_convolution import output_sizes as conv_output_sizes
 from .test_convolution import random_attributes as conv_attributes
 from .test_gemm import random_sizes as gemm_sizes
+from .test_integer_compute import conv_case as int_conv_case
 from .test_movement import make_case
+from .test_pooling import window as pool_window
 from .test_reduction import make_case as reduction_case
 from .test_resample import random_fields
 from .test_special import make_case as special_case
@@ -46,7 +49,11 @@ FAMILY_LEVELS = {"QUANTIZE": ["6_2", "6_3", "6_4"],  # introduced at 6_3
                  "GENERATORS_WINDOWS": ["6_3", "6_4"],  # RANDOM, NONZERO … and FOLD/UNFOLD (6_4)
                  "REDUCTION": ["2_1", "3_0", "4_1", "5_0", "6_4"],  # 4-D, 1-8-D, 64-bit bands
                  "NORMALIZATION": ["5_0", "5_1", "6_3"],  # SOFTMAX1 from 5_1, MVN2 from 6_3
-                 "COMPUTE": ["3_0", "4_0", "6_4"]}  # 4-D only, then GEMM 2-4-D and conv 3-5-D
+                 "COMPUTE": ["3_0", "4_0", "6_4"],  # 4-D only, then GEMM 2-4-D and conv 3-5-D
+                 "INTEGER_COMPUTE": ["2_1", "4_0", "6_4"],  # introduced at 2_1; 4_0 wider
+                 "ATTENTION": ["6_1", "6_3", "6_4"],  # MULTIHEAD_ATTENTION(1) from 6_1 / 6_3
+                 "POOLING": ["3_0", "5_0", "6_4"],  # MAX_POOLING2 from 4_1; integer MAX at 5_0
+                 "RECURRENT": ["1_0", "6_4"]}
 
 
 def profile(request) -> str:
@@ -528,12 +535,162 @@ def gen_compute(rng, rank):
         **attrs)), False
 
 
+EIGHT_BIT = (DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT8)
+
+
+def gen_integer_compute(rng, rank):
+    """MATRIX_MULTIPLY_INTEGER, MATRIX_MULTIPLY_INTEGER_TO_FLOAT (per-tensor scales), or
+    CONVOLUTION_INTEGER / QUANTIZED_LINEAR_CONVOLUTION (test_integer_compute's random
+    attributes), 8-bit operands of random bits, optional zero points, any layouts. Integer
+    results exact; the float output within 2e-3 (its own tests hold it bit-exact)."""
+    a_t, b_t, o_t = (EIGHT_BIT[int(rng.integers(0, 2))] for _ in range(3))
+    f32, i32 = DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32
+    kind = int(rng.integers(0, 4))
+
+    def optional(dt, sizes):
+        return desc(dt, sizes) if rng.random() < 0.6 else None
+
+    if kind < 2:
+        rank = int(np.clip(rank, 2, 4))
+        batch = shape(rng, rank - 2, 2)
+        m, k, n = (int(rng.integers(1, 9)) for _ in range(3))
+        one = [1] * rank
+        a, b, o = [*batch, m, k], [*batch, k, n], [*batch, m, n]
+        tensors = {"ATensor": desc(a_t, a, layout(rng, a, True)),
+                   "AZeroPointTensor": optional(a_t, one),
+                   "BTensor": desc(b_t, b, layout(rng, b, True)),
+                   "BZeroPointTensor": optional(b_t, one)}
+        if kind == 0:
+            return DML_OPERATOR_DESC(Desc=DML_MATRIX_MULTIPLY_INTEGER_OPERATOR_DESC(
+                **tensors, OutputTensor=desc(i32, o, layout(rng, o, False)))), True
+        return DML_OPERATOR_DESC(Desc=DML_MATRIX_MULTIPLY_INTEGER_TO_FLOAT_OPERATOR_DESC(
+            **tensors, AScaleTensor=desc(f32, one), BScaleTensor=desc(f32, one),
+            BiasTensor=optional(f32, [*one[:-1], n]),
+            OutputTensor=desc(f32, o, layout(rng, o, False)))), False
+    x, w, o, attrs = int_conv_case(rng, int(rng.integers(1, 3)))
+    one = [1] * len(x)
+    tensors = {"InputTensor": desc(a_t, x, layout(rng, x, True)),
+               "InputZeroPointTensor": optional(a_t, one),
+               "FilterTensor": desc(b_t, w, layout(rng, w, True)),
+               "FilterZeroPointTensor": optional(b_t, one)}
+    if kind == 2:
+        return DML_OPERATOR_DESC(Desc=DML_CONVOLUTION_INTEGER_OPERATOR_DESC(
+            **tensors, OutputTensor=desc(i32, o, layout(rng, o, False)), **attrs)), True
+    return DML_OPERATOR_DESC(Desc=DML_QUANTIZED_LINEAR_CONVOLUTION_OPERATOR_DESC(
+        **tensors, InputScaleTensor=desc(f32, one), FilterScaleTensor=desc(f32, one),
+        BiasTensor=optional(i32, [1, o[1], *[1] * (len(o) - 2)]),
+        OutputScaleTensor=desc(f32, one), OutputZeroPointTensor=optional(o_t, one),
+        OutputTensor=desc(o_t, o, layout(rng, o, False)), **attrs)), True
+
+
+ATTENTION_LAYOUTS = ("separate", "qkv", "qk+v", "q+kv")
+
+
+def gen_attention(rng, rank):
+    """MULTIHEAD_ATTENTION or MULTIHEAD_ATTENTION1 (test_attention's random descs: every input
+    layout, mask type, bias, relative position bias, past/present, grouped heads), input
+    layouts padded or broadcast. Within 2e-3 (tests/test_attention.py holds the tight bound)."""
+    version = int(rng.integers(0, 2))
+    kind = ATTENTION_LAYOUTS[int(rng.integers(0, 4))]
+    masks = [m for m in DML_MULTIHEAD_ATTENTION_MASK_TYPE  # (KEY_QUERY_…: not executed)
+             if m != DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END]
+    fields, ins, outs = attention_case(
+        rng, float_type(rng), version, kind, masks[int(rng.integers(0, len(masks)))],
+        *(bool(rng.random() < 0.4) for _ in range(4)),
+        groups=int(rng.integers(1, 3)) if kind in ("separate", "q+kv") else 1)
+    tensors = {n: desc(dt, sz, layout(rng, sz, True)) for n, sz, dt, _ in ins}
+    dt = ins[0][2]
+    tensors.update({n: desc(dt, sz, layout(rng, sz, False)) for n, sz in outs})
+    struct = (DML_MULTIHEAD_ATTENTION_OPERATOR_DESC, DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC)[
+        version]
+    return DML_OPERATOR_DESC(Desc=struct(**tensors, **fields)), False
+
+
+POOLS = {  # operator: (extra attributes, has dilations, output indices)
+    DML_OPERATOR_TYPE.DML_OPERATOR_AVERAGE_POOLING: ({"IncludePadding": True}, False, False),
+    DML_OPERATOR_TYPE.DML_OPERATOR_AVERAGE_POOLING1: ({"IncludePadding": False}, True, False),
+    DML_OPERATOR_TYPE.DML_OPERATOR_LP_POOLING: ({"P": 2}, False, False),
+    DML_OPERATOR_TYPE.DML_OPERATOR_LP_POOLING1: ({"P": 1}, True, False),
+    DML_OPERATOR_TYPE.DML_OPERATOR_MAX_POOLING: ({}, False, False),
+    DML_OPERATOR_TYPE.DML_OPERATOR_MAX_POOLING1: ({}, False, True),
+    DML_OPERATOR_TYPE.DML_OPERATOR_MAX_POOLING2: ({}, True, True)}
+
+
+def gen_pooling(rng, rank):
+    """A pooling operator (test_pooling's random windows: 2 or 3 spatial dimensions, strides,
+    dilations, asymmetric padding), any input and output layouts; MAX over every type and with
+    either index type. Exact: MAX values and indices, AVERAGE, LP with P = 1 or 2."""
+    op = list(POOLS)[int(rng.integers(0, len(POOLS)))]
+    extra, dilated, indices = POOLS[op]
+    sizes, out, attrs = pool_window(rng, int(rng.integers(2, 4)), dilated)
+    dt = float_type(rng)
+    if op in (DML_OPERATOR_TYPE.DML_OPERATOR_MAX_POOLING1,
+              DML_OPERATOR_TYPE.DML_OPERATOR_MAX_POOLING2) and rng.random() < 0.5:
+        dt = EIGHT[int(rng.integers(0, 8))]
+    tensors = {"InputTensor": desc(dt, sizes, layout(rng, sizes, True)),
+               "OutputTensor": desc(dt, out, layout(rng, out, False))}
+    if indices:
+        it = (DML_TENSOR_DATA_TYPE_UINT32, DML_TENSOR_DATA_TYPE_UINT64)[int(rng.integers(0, 2))]
+        tensors["OutputIndicesTensor"] = desc(it, out, layout(rng, out, False))
+    return DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[op](**tensors, **attrs, **extra)), True
+
+
+RECURRENT = {DML_OPERATOR_TYPE.DML_OPERATOR_RNN: (1, ["TANH"]),
+             DML_OPERATOR_TYPE.DML_OPERATOR_GRU: (3, ["SIGMOID", "TANH"]),
+             DML_OPERATOR_TYPE.DML_OPERATOR_LSTM: (4, ["SIGMOID", "TANH", "TANH"])}
+
+
+def gen_recurrent(rng, rank):
+    """RNN, GRU or LSTM in any direction, with or without bias, initial states, sequence
+    lengths (random bits: clamped) and each output, inputs padded or broadcast. Float math
+    within 2e-3 (the default sigmoid/tanh keep every state in [-1, 1]; tests/test_recurrent.py
+    holds the tight bound)."""
+    op = list(RECURRENT)[int(rng.integers(0, 3))]
+    gates, acts = RECURRENT[op]
+    dt = float_type(rng)
+    seq, batch, size, hidden = (int(rng.integers(1, 5)) for _ in range(4))
+    direction = int(rng.integers(0, 3))
+    dirs = 2 if direction == 2 else 1
+
+    def tensor(sizes, zero_ok=True, data_type=dt):
+        return desc(data_type, sizes, layout(rng, sizes, zero_ok))
+
+    def maybe(sizes, data_type=dt):
+        return tensor(sizes, True, data_type) if rng.random() < 0.5 else None
+
+    fields = {"InputTensor": tensor([1, seq, batch, size]),
+              "WeightTensor": tensor([1, dirs, gates * hidden, size]),
+              "RecurrenceTensor": tensor([1, dirs, gates * hidden, hidden]),
+              "BiasTensor": maybe([1, 1, dirs, 2 * gates * hidden]),
+              "HiddenInitTensor": maybe([1, dirs, batch, hidden]),
+              "SequenceLengthsTensor": maybe([1, 1, 1, batch], DML_TENSOR_DATA_TYPE_UINT32),
+              "OutputSequenceTensor": tensor([seq, dirs, batch, hidden], False),
+              "OutputSingleTensor": tensor([1, dirs, batch, hidden], False)
+              if rng.random() < 0.7 else None,
+              "ActivationDescs": [DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[
+                  getattr(DML_OPERATOR_TYPE, f"DML_OPERATOR_ACTIVATION_{a}")]())
+                  for a in acts * dirs],
+              "Direction": direction}
+    if op == DML_OPERATOR_TYPE.DML_OPERATOR_LSTM:
+        fields.update(CellMemInitTensor=maybe([1, dirs, batch, hidden]),
+                      PeepholeTensor=maybe([1, 1, dirs, 3 * hidden]),
+                      OutputCellSingleTensor=tensor([1, dirs, batch, hidden], False)
+                      if rng.random() < 0.5 else None,
+                      UseClipThreshold=bool(rng.random() < 0.3), ClipThreshold=2.0,
+                      CoupleInputForget=bool(rng.random() < 0.3))
+    elif op == DML_OPERATOR_TYPE.DML_OPERATOR_GRU:
+        fields["LinearBeforeReset"] = bool(rng.random() < 0.5)
+    return DML_OPERATOR_DESC(Desc=OPERATOR_DESC_CLASSES[op](**fields)), False
+
+
 GENERATORS = {"SLICE1": gen_slice1, "TOP_K1": gen_top_k1, "MVN1": gen_mvn1, "QLMM": gen_qlmm,
               "ACTIVATION": gen_activation, "QUANTIZE": gen_quantize,
               "ELEMENT_WISE": gen_element_wise, "MOVEMENT": gen_movement,
               "RESAMPLING": gen_resampling, "GENERATORS_WINDOWS": gen_generators_windows,
               "REDUCTION": gen_reduction, "NORMALIZATION": gen_normalization,
-              "COMPUTE": gen_compute}
+              "COMPUTE": gen_compute, "INTEGER_COMPUTE": gen_integer_compute,
+              "ATTENTION": gen_attention, "POOLING": gen_pooling,
+              "RECURRENT": gen_recurrent}
 
 
 # -- breaking one field -----------------------------------------------------------------------------
