@@ -231,6 +231,11 @@ def test_tiles_give_the_same_bytes_at_any_thread_count_and_without_the_direct_bl
     finally:
         numba.set_num_threads(before)
     assert all((r.view(np.uint32) == results[0].view(np.uint32)).all() for r in results)
+    # The tiles ran single-threaded sgemm calls; NumPy's own products are left at Numba's count.
+    from threadpoolctl import threadpool_info
+
+    assert [i["num_threads"] for i in threadpool_info()
+            if i["filepath"] == blas.library_path()] == [numba.get_num_threads()]
     monkeypatch.setattr(blas, "DIRECT", False)
     want = convolve(x.astype(np.float64), w.astype(np.float64), SimpleNamespace(**attrs)) + bias
     np.testing.assert_allclose(run(), want, rtol=1e-4, atol=1e-4)

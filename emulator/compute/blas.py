@@ -37,6 +37,7 @@ class Library:
     set_threads: Any  # callable(int) or None
     name: str
     int64: bool = True  # its integers are 64-bit (NumPy's OpenBLAS), else 32-bit
+    path: str = ""  # the shared library's file
 
 
 @functools.cache
@@ -73,7 +74,8 @@ def library() -> Library:
         if found:
             break
     wide = bool(found) and found[next(iter(found))].argtypes[3] is ctypes.c_int64
-    return Library(found, lib.set_num_threads, f"{lib.internal_api} {lib.version}", wide)
+    return Library(found, lib.set_num_threads, f"{lib.internal_api} {lib.version}", wide,
+                   lib.filepath)
 
 
 _threads = [0]
@@ -117,10 +119,16 @@ def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
                          for ta, tb, m, n, k, _, a, lda, b, ldb, _, c, ldc in calls], np.int64)
         reals = np.array([(call[5], call[10]) for call in calls], np.float64)  # alpha, beta
         kernels.gemm_calls(fn, wide, np.dtype(dtype) == np.float64, ints, reals)
+        use_threads(threads)  # NumPy's own products keep the emulator's thread count
         return
     use_threads(threads)
     for args in calls:
         gemm(dtype, *args)
+
+
+def library_path() -> str:
+    """The file of the BLAS the emulator calls (what ``threadpoolctl`` reports it as)."""
+    return library().path
 
 
 def address(dtype: np.dtype) -> tuple[int, bool]:

@@ -199,6 +199,8 @@ class ConvPlan:
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
+        import numba
+
         from . import blas, kernels
 
         space = reserved if reserved is not None else self.reserve()
@@ -221,6 +223,7 @@ class ConvPlan:
                 if self.bias is not None else np.zeros(0, np.float32)
             kernels.conv_tiles(x, self.input_strides, self.geo, space["filter"].reshape(-1),
                                bias, product, self.tile_strides, gemm, wide, self.tile_block)
+            blas.use_threads(numba.get_num_threads())  # NumPy's products keep the count
             if self.tile_activation is not None:
                 self.tile_activation.run({"InputTensor": regions["OutputTensor"],
                                           "OutputTensor": regions["OutputTensor"]})
