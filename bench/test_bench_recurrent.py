@@ -6,6 +6,10 @@ input 512, with biases; the outputs are the whole sequence and the last hidden a
 ``--bench-scale`` scales the sequence length. GFLOP/s in extra_info count the two products
 (2 * seq * batch * 4 * hidden * (input + hidden)); the gate math is not counted.
 
+The emulator runs its Numba loop (``compute/rnn_kernels.py``: 16 tasks of 32 hidden units side
+by side over Numba's threads, each product a single-threaded sgemm); setting
+``emulator.compute.recurrent.KERNEL = False`` runs the NumPy loop instead, for comparison.
+
     NUMBA_NUM_THREADS=2 python -m pytest bench/test_bench_recurrent.py -p no:cacheprovider -q \\
         --benchmark-max-time=0.5 --benchmark-warmup=on --benchmark-columns=min,median,rounds
 """

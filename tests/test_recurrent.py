@@ -29,7 +29,7 @@ import pytest
 from descriptors import *
 from emulator import DMLCreateDevice1
 from emulator.activations import ACTIVATIONS
-from emulator.compute import blas
+from emulator.compute import blas, recurrent
 from emulator.registry import REGISTRY
 
 from .helpers import SENTINEL, addressed_mask, desc, layout, logical, strided_buffer
@@ -291,17 +291,86 @@ def test_non_finite_inputs_stay_in_their_batch_item(device):
         check(result, arrays, 3, 4, F32)
 
 
-def test_the_numpy_fallback_gives_the_same_results(device, monkeypatch):
-    case = {"op": OP.DML_OPERATOR_LSTM, "dt": F32, "seq": 4, "batch": 3, "inputs": 5,
-            "hidden": 4, "directions": DIR.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL,
-            "bias": True, "peephole": True, "lens": [4, 2, 3]}
-    direct, _, _ = dispatch(device, np.random.default_rng(6), **case)
-    monkeypatch.setattr(blas, "DIRECT", False)
-    fallback, arrays, _ = dispatch(device, np.random.default_rng(6), **case)
-    for name, (got, want) in fallback.items():
-        np.testing.assert_array_equal(want, direct[name][1])
-        np.testing.assert_allclose(got, direct[name][0], rtol=1e-5, atol=1e-6)
-    check(fallback, arrays, 4, 9, F32)
+KERNEL_CASES = [  # (op, attributes): each form of each operator's gate math
+    (OP.DML_OPERATOR_RNN, {}),
+    (OP.DML_OPERATOR_GRU, {"LinearBeforeReset": False}),
+    (OP.DML_OPERATOR_GRU, {"LinearBeforeReset": True}),
+    (OP.DML_OPERATOR_LSTM, {"peephole": True, "c0": True}),
+    (OP.DML_OPERATOR_LSTM, {"peephole": True, "UseClipThreshold": True, "ClipThreshold": 0.5,
+                            "CoupleInputForget": True}),
+]
+
+
+@pytest.mark.parametrize("op, extra", KERNEL_CASES, ids=lambda c: getattr(c, "name", "")[13:]
+                         or "-".join(k for k, val in c.items() if val is True) or "plain")
+def test_the_kernel_and_the_numpy_loops_agree(device, monkeypatch, op, extra):
+    # The Numba loop (rnn_kernels.py, here in three tasks of 8, 8 and 4 hidden units), the
+    # NumPy loop over direct sgemm calls, and the NumPy loop over np.matmul (no direct BLAS):
+    # each within the bound of the reference, so within twice the bound of each other.
+    monkeypatch.setattr(recurrent, "MIN_TASK_FLOPS", 0)
+    assert recurrent.block(20, GATES[op], 3) == 8
+    case = {"op": op, "dt": F32, "seq": 6, "batch": 3, "inputs": 5, "hidden": 20,
+            "directions": DIR.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL, "bias": True,
+            "h0": True, "lens": [6, 2, 0], **extra}
+    results = []
+    for kernel, direct in ((True, True), (False, True), (False, False)):
+        monkeypatch.setattr(recurrent, "KERNEL", kernel)
+        monkeypatch.setattr(blas, "DIRECT", direct)
+        result, arrays, _ = dispatch(device, np.random.default_rng(6), **case)
+        check(result, arrays, 6, 25, F32)
+        results.append(result)
+    bound = 6 * (25 + 16) * U * max(1.0, *(float(np.abs(w).max()) for _, w in results[0].values()),
+                                    *(float(np.abs(a).max()) for a in arrays.values()))
+    for name, (got, want) in results[0].items():
+        for other in results[1:]:
+            np.testing.assert_array_equal(want, other[name][1])
+            assert np.abs(got - other[name][0]).max() <= 2 * bound + 2 * np.spacing(
+                np.float32(np.abs(want).max())), name
+
+
+def test_the_kernel_gives_the_same_bytes_at_any_thread_count(device, monkeypatch):
+    # Four tasks of 64 hidden units (16 x 256 x 256 per task and step), each product one
+    # single-threaded sgemm: which thread runs a task does not change its bytes. (A product
+    # threaded by the BLAS itself does: OpenBLAS 0.3.31 gave other bytes at 1 and 2 threads.)
+    import numba
+
+    assert recurrent.block(256, 4, 16) == 64
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 4, 16, 16)).astype(np.float32)
+    w = rng.uniform(-1 / 272, 1 / 272, (1, 2, 1024, 16)).astype(np.float32)
+    r = rng.uniform(-1 / 272, 1 / 272, (1, 2, 1024, 256)).astype(np.float32)
+    b = rng.standard_normal((1, 1, 2, 2048)).astype(np.float32)
+
+    def run():
+        y = np.zeros((4, 2, 16, 256), np.float32)
+        y_c = np.zeros((1, 2, 16, 256), np.float32)
+        device.execute(DML_LSTM_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), WeightTensor=tensor_desc(w),
+            RecurrenceTensor=tensor_desc(r), BiasTensor=tensor_desc(b),
+            OutputSequenceTensor=tensor_desc(y), OutputCellSingleTensor=tensor_desc(y_c),
+            ActivationDescs=[act_desc(a)[0] for a in DEFAULT_ACTS[OP.DML_OPERATOR_LSTM] * 2],
+            Direction=DIR.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL, ClipThreshold=0.0,
+            UseClipThreshold=False, CoupleInputForget=False), [x, w, r, b], [y, None, y_c])
+        return y, y_c
+
+    before = numba.get_num_threads()
+    try:
+        results = []
+        for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS), before}):
+            numba.set_num_threads(threads)
+            results.append(run())
+    finally:
+        numba.set_num_threads(before)
+    for got in results[1:]:
+        for a, b_ in zip(got, results[0]):
+            assert (a.view(np.uint32) == b_.view(np.uint32)).all()
+    # (dense FLOAT32 X, W and R, which the kernel reads in place) and within twice the bound of
+    # the NumPy loop's results
+    monkeypatch.setattr(recurrent, "KERNEL", False)
+    numpy_loop = run()
+    bound = 4 * (272 + 16) * U * max(1.0, *(float(np.abs(a).max()) for a in (x, b, *numpy_loop)))
+    for a, want in zip(results[0], numpy_loop):
+        assert np.abs(a - want).max() <= 2 * bound + 2 * np.spacing(np.float32(np.abs(want).max()))
 
 
 def test_a_longer_sequence_stays_within_the_bound(device):

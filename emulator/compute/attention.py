@@ -425,9 +425,8 @@ class AttentionPlan:
             _gemm(s, v[b, h // group], out, 1.0)
             np.divide(out, total, out=out)
 
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), blas.single_threaded_calls():
             if workers > 1:
-                blas.use_threads(1)
                 share = -(-len(tasks) // workers)
 
                 def part(i: int) -> None:
@@ -437,7 +436,6 @@ class AttentionPlan:
                 for future in [_pool(workers).submit(part, i) for i in range(workers)]:
                     future.result()
             else:
-                blas.use_threads(1)
                 for t in tasks:
                     task(t, space["scores"][0])
             if not self.direct_out:

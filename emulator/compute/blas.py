@@ -16,9 +16,11 @@ does the product and NumPy the scaling (``DIRECT`` switches the path off for the
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +83,20 @@ def library() -> Library:
 _threads = [0]
 
 
+@contextlib.contextmanager
+def single_threaded_calls() -> Iterator[None]:
+    """The BLAS on one thread while a kernel runs single-threaded products side by side on
+    Numba's threads; then back to Numba's count, so a user's own NumPy products are not left
+    on one thread."""
+    import numba
+
+    use_threads(1)
+    try:
+        yield
+    finally:
+        use_threads(numba.get_num_threads())
+
+
 def use_threads(n: int) -> None:
     """The BLAS's thread count for the next calls (set only when it changes)."""
     lib = library()
@@ -106,20 +122,20 @@ def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
     single-threaded ``?gemm`` per task on Numba's threads (``kernels.gemm_calls``): a BLAS
     threads one small product poorly ([8,12,512,64] x [8,12,64,512] at 16 threads on the Xeon:
     4.5 ms so, 6.3 with a Python thread per share of the batch, more threaded call by call).
-    Otherwise the calls run in turn, each threaded by the BLAS. The bytes are the same either
-    way: the BLAS splits M and N among its threads, never K."""
+    Otherwise the calls run in turn, each threaded by the BLAS. Side by side, the bytes do
+    not depend on the thread count; one product threaded by OpenBLAS may differ in its last
+    bits between thread counts (its threaded path sums some tiles in another order)."""
     batch = len(calls)
     if threads > 1 and batch >= threads and (batch % threads == 0 or batch >= 4 * threads):
         from . import kernels
 
-        use_threads(1)
         fn, wide = address(dtype)
         ints = np.array([(TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, a, lda,
                           b, ldb, c, ldc)
                          for ta, tb, m, n, k, _, a, lda, b, ldb, _, c, ldc in calls], np.int64)
         reals = np.array([(call[5], call[10]) for call in calls], np.float64)  # alpha, beta
-        kernels.gemm_calls(fn, wide, np.dtype(dtype) == np.float64, ints, reals)
-        use_threads(threads)  # NumPy's own products keep the emulator's thread count
+        with single_threaded_calls():
+            kernels.gemm_calls(fn, wide, np.dtype(dtype) == np.float64, ints, reals)
         return
     use_threads(threads)
     for args in calls:

@@ -199,8 +199,6 @@ class ConvPlan:
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
-        import numba
-
         from . import blas, kernels
 
         space = reserved if reserved is not None else self.reserve()
@@ -218,12 +216,12 @@ class ConvPlan:
                               self.out_strides)
         elif self.tiled():
             gemm, wide = blas.address(np.dtype(np.float32))
-            blas.use_threads(1)  # one single-threaded sgemm per tile, on Numba's threads
             bias = self.bias_values(regions, self.w_shape[0] * self.w_shape[1]) \
                 if self.bias is not None else np.zeros(0, np.float32)
-            kernels.conv_tiles(x, self.input_strides, self.geo, space["filter"].reshape(-1),
-                               bias, product, self.tile_strides, gemm, wide, self.tile_block)
-            blas.use_threads(numba.get_num_threads())  # NumPy's products keep the count
+            with blas.single_threaded_calls():  # one single-threaded sgemm per tile
+                kernels.conv_tiles(x, self.input_strides, self.geo, space["filter"].reshape(-1),
+                                   bias, product, self.tile_strides, gemm, wide,
+                                   self.tile_block)
             if self.tile_activation is not None:
                 self.tile_activation.run({"InputTensor": regions["OutputTensor"],
                                           "OutputTensor": regions["OutputTensor"]})

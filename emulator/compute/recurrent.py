@@ -24,16 +24,19 @@ a batch item of length L (clamped to seq_length) runs steps 0..L-1 (backward: L-
 OutputSequenceTensor holds zeros at its steps from L on; OutputSingleTensor (and LSTM's
 OutputCellSingleTensor) holds the state after its last step, zeros for L = 0.
 
-**How it runs** (the kernel): the input projection of every step is one FLOAT32 BLAS ``sgemm``
-per direction up front (X·Wᵀ for all seq_length x batch_size rows, ``blas.py``), the two biases
-added to it once; then per step one small ``sgemm`` H·Rᵀ into the step's gates (GRU's default
-form: a second one for (r⊙H)·Rhᵀ) and the gate math in NumPy on FLOAT32 arrays, the activations
-evaluated by the activation table's formulas (``emulator/activations.py``; ELEMENT_WISE_CLIP by
-CLIP's reference). FLOAT16 tensors are widened exactly, the states carried from step to step in
-FLOAT32, and the outputs rounded once on store.
-Every input is read (copied to FLOAT32) before any output is written, and outputs are written only
-at their addressed elements. No Numba kernel: nothing is compiled (a parallel Numba cell kernel
-measured slower than these NumPy passes: docs/decisions.md).
+**How it runs**: every input is read (FLOAT16 widened exactly) before any output is written
+(the kernel reads dense FLOAT32 X, W and R in place: it writes no output before it ends).
+Where CBLAS ``sgemm`` is called directly (``blas.direct``), each direction is one call of the
+Numba kernel ``rnn_kernels.run``: the hidden units cut into tasks of ``block()`` units, each
+with its own packed blocks of Wᵀ and Rᵀ (packed by the tasks themselves), the tasks run
+side by side over Numba's threads, per task one single-threaded ``sgemm`` for the input
+projection of every step and one per step for H·Rᵀ (GRU's default form: a second one for
+(r⊙H)·Rhᵀ), then the task's gate math in FLOAT32 (the module doc there). Otherwise (no direct
+BLAS, or ``KERNEL`` off to compare) the same loop in NumPy: one product X·Wᵀ per direction, the
+biases added once, per step H·Rᵀ and the gate math on (batch, hidden) FLOAT32 blocks with the
+activation table's formulas (``emulator/activations.py``; ELEMENT_WISE_CLIP by CLIP's
+reference). Both carry the states from step to step in FLOAT32 and round each output once on
+store, written only at its addressed elements.
 
 The references (``*_reference``) are the same equations in float64, one batch item at a time.
 """
@@ -52,6 +55,7 @@ from descriptors import DML_RECURRENT_NETWORK_DIRECTION as DIR
 from descriptors import DML_TENSOR_DATA_TYPE
 
 from ..activations import BY_OPERATOR as ACTIVATIONS
+from ..activations import params_of
 from ..elementwise.references import clip as d3d_clip
 from ..family import Row
 from ..ops.common import ieee_reference
@@ -65,6 +69,8 @@ BACKWARD = DIR.DML_RECURRENT_NETWORK_DIRECTION_BACKWARD
 BIDIRECTIONAL = DIR.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL
 GATES = {OP.DML_OPERATOR_RNN: 1, OP.DML_OPERATOR_GRU: 3, OP.DML_OPERATOR_LSTM: 4}
 PER_DIRECTION = {OP.DML_OPERATOR_RNN: 1, OP.DML_OPERATOR_GRU: 2, OP.DML_OPERATOR_LSTM: 3}
+KERNEL: bool = True  # the loop in rnn_kernels.py where sgemm is called directly; False: NumPy's
+# (the tests and the benchmark script compare them)
 
 
 def activation(fused: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -80,6 +86,32 @@ def activation(fused: Any) -> Callable[[np.ndarray], np.ndarray]:
     act = ACTIVATIONS[fused.operator]
     params = [float(getattr(fused.values, name)) for name in act.params]
     return lambda x: act.reference(x, *params)
+
+
+def kernel_activation(fused: Any) -> tuple[int, float, float]:
+    """A validated activation desc as the kernel's (kind, p0, p1): the activation table's kind
+    and parameters, or ``rnn_kernels.CLIP`` with Min and Max rounded to FLOAT32 (as CLIP's
+    formula compares them on FLOAT32 values)."""
+    from .rnn_kernels import CLIP
+
+    if fused.operator == OP.DML_OPERATOR_ELEMENT_WISE_CLIP:
+        return (CLIP, float(np.float32(fused.values.Min)), float(np.float32(fused.values.Max)))
+    act = ACTIVATIONS[fused.operator]
+    return (act.kind, *params_of(act, fused.values))
+
+
+MIN_TASK_FLOPS = 1 << 21  # the least product work of one task of the kernel per step
+
+
+def block(hidden: int, gates: int, batch: int) -> int:
+    """The hidden units of one task of the kernel (``rnn_kernels.run``): enough for a task's
+    product (2·batch·gates·blk·hidden flops per step) to outweigh a call's overhead, else as
+    few as give 16 tasks (one per thread of a 16-core host); a multiple of 8 (the sgemm
+    kernels' width), at most 128 and at most hidden. A function of the shape only, so that the
+    bytes do not depend on the thread count."""
+    least = -(-MIN_TASK_FLOPS // (2 * batch * gates * hidden))
+    b = max(-(-hidden // 16), least)
+    return min(max(-(-b // 8) * 8, 8), 128, hidden)
 
 
 def directions(v: SimpleNamespace) -> list[bool]:
@@ -233,6 +265,7 @@ class RecurrentPlan:
     hidden: int
     back: tuple[bool, ...]
     acts: tuple[Callable[[np.ndarray], np.ndarray], ...]
+    kinds: tuple[tuple[int, float, float], ...]  # the kernel's (kind, p0, p1) per activation
 
     @classmethod
     def build(cls, op: OP, v: SimpleNamespace) -> RecurrentPlan:
@@ -240,26 +273,38 @@ class RecurrentPlan:
         hidden = v.RecurrenceTensor.sizes[3]
         back = tuple(directions(v))
         return cls(op, v, seq, batch, inputs, hidden, back,
-                   tuple(activation(a) for a in v.ActivationDescs))
+                   tuple(activation(a) for a in v.ActivationDescs),
+                   tuple(kernel_activation(a) for a in v.ActivationDescs))
 
-    def _read(self, regions: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...]
-              ) -> np.ndarray | None:
-        """An input's logical elements as a dense FLOAT32 array of ``shape`` (None if absent)."""
+    def _read(self, regions: Mapping[str, np.ndarray], name: str, shape: tuple[int, ...],
+              share: bool = False) -> np.ndarray | None:
+        """An input's logical elements as a dense FLOAT32 array of ``shape`` (None if absent):
+        a copy, or with ``share`` the tensor's own elements where they are one already."""
         t = getattr(self.v, name, None)
         if t is None:
             return None
+        view = t.view(regions[name]).reshape(shape)
+        flags = view.flags
+        if share and view.dtype == F32 and flags.c_contiguous and flags.writeable and \
+                flags.aligned:
+            return view  # (a read-only or unaligned array is another type to Numba: a compile)
         out = scratch(shape, F32, self.op.name, name + " in FLOAT32")
-        np.copyto(out, t.view(regions[name]).reshape(shape), casting="unsafe")
+        np.copyto(out, view, casting="unsafe")
         return out
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
+        from . import blas
+
         v, seq, batch, hs = self.v, self.seq, self.batch, self.hidden
         nd, g = len(self.back), GATES[self.op]
         gh = g * hs
         what = self.op.name
-        x = self._read(regions, "InputTensor", (seq * batch, self.inputs))
-        w = self._read(regions, "WeightTensor", (nd, gh, self.inputs))
-        r = self._read(regions, "RecurrenceTensor", (nd, gh, hs))
+        fast = KERNEL and blas.direct(F32)  # the kernel (rnn_kernels.py) calls sgemm itself
+        # The kernel only reads X, W and R, and writes no output before it ends: dense FLOAT32
+        # tensors are passed as they are.
+        x = self._read(regions, "InputTensor", (seq * batch, self.inputs), fast)
+        w = self._read(regions, "WeightTensor", (nd, gh, self.inputs), fast)
+        r = self._read(regions, "RecurrenceTensor", (nd, gh, hs), fast)
         bias = self._read(regions, "BiasTensor", (nd, 2, gh))
         h0 = self._read(regions, "HiddenInitTensor", (nd, batch, hs))
         c0 = self._read(regions, "CellMemInitTensor", (nd, batch, hs))
@@ -268,26 +313,37 @@ class RecurrentPlan:
         lens = lengths(None if lens_t is None else
                        np.array(lens_t.view(regions["SequenceLengthsTensor"])), seq, batch)
         assert x is not None and w is not None and r is not None
-        xw = scratch((seq, batch, gh), F32, what, "the input projection X·Wᵀ")
-        ys = scratch((seq, nd, batch, hs), F32, what, "the output sequence")
+        ys = scratch((nd, seq, batch, hs), F32, what, "the output sequence")
         y_h = scratch((nd, batch, hs), F32, what, "the last hidden state")
         y_c = scratch((nd, batch, hs), F32, what, "the last cell state")
-        ys[...] = 0
+        if not (lens == seq).all():
+            ys[...] = 0  # the steps past an item's length
         k = PER_DIRECTION[self.op]
+        lbr = self.op == OP.DML_OPERATOR_GRU and v.LinearBeforeReset
+        xw = None
         for d, backward in enumerate(self.back):
-            _gemm(x, w[d], xw.reshape(seq * batch, gh), 0.0)
+            both = np.zeros(gh, F32) if bias is None else bias[d, 0] + bias[d, 1]
             rb_h = None
-            if bias is not None:
-                both = bias[d, 0] + bias[d, 1]
-                if self.op == OP.DML_OPERATOR_GRU and v.LinearBeforeReset:
-                    both[2 * hs:] = bias[d, 0, 2 * hs:]  # Rbh goes inside r⊙(H·Rhᵀ + Rbh)
-                    rb_h = bias[d, 1, 2 * hs:]
+            if bias is not None and lbr:
+                both[2 * hs:] = bias[d, 0, 2 * hs:]  # Rbh goes inside r⊙(H·Rhᵀ + Rbh)
+                rb_h = bias[d, 1, 2 * hs:]
+            h = np.zeros((batch, hs), F32) if h0 is None else h0[d].copy()
+            c = np.zeros((batch, hs), F32) if c0 is None else c0[d].copy()
+            p = None if peep is None else peep[d]
+            if fast:
+                h = self._kernel(backward, x, w[d], r[d], both, rb_h, lens, h, c, p,
+                                 self.kinds[d * k:(d + 1) * k], ys[d])
+            else:
+                if xw is None:
+                    xw = scratch((seq, batch, gh), F32, what, "the input projection X·Wᵀ")
+                _gemm(x, w[d], xw.reshape(seq * batch, gh), 0.0)
                 xw += both
-            self._direction(d, backward, xw, r[d], rb_h, lens,
-                            None if h0 is None else h0[d], None if c0 is None else c0[d],
-                            None if peep is None else peep[d], self.acts[d * k:(d + 1) * k],
-                            ys[:, d], y_h[d], y_c[d])
-        out = {"OutputSequenceTensor": ys.reshape(seq, nd, batch, hs),
+                self._direction(backward, xw, r[d], rb_h, lens, h, c, p,
+                                self.acts[d * k:(d + 1) * k], ys[d])
+            live = (lens > 0)[:, None]
+            y_h[d] = np.where(live, h, 0)
+            y_c[d] = np.where(live, c, 0)
+        out = {"OutputSequenceTensor": ys.transpose(1, 0, 2, 3),
                "OutputSingleTensor": y_h.reshape(1, nd, batch, hs),
                "OutputCellSingleTensor": y_c.reshape(1, nd, batch, hs)}
         for name, values in out.items():
@@ -295,15 +351,87 @@ class RecurrentPlan:
             if t is not None:
                 np.copyto(t.view(regions[name]), values, casting="unsafe")
 
-    def _direction(self, d: int, backward: bool, xw: np.ndarray, r: np.ndarray,
-                   rb_h: np.ndarray | None, lens: np.ndarray, h0: np.ndarray | None,
-                   c0: np.ndarray | None, peep: np.ndarray | None, acts: tuple,
-                   ys: np.ndarray, y_h: np.ndarray, y_c: np.ndarray) -> None:
-        """One direction's loop: ys (seq, batch, hidden) receives each step's H, y_h and y_c
-        the last state of each batch item."""
+    def _by_task(self, bias: np.ndarray, g: int, blk: int) -> np.ndarray:
+        """The biases [G·hidden] in the tasks' column order [tasks, G·blk] (zero past
+        hidden)."""
+        hs = self.hidden
+        tasks = -(-hs // blk)
+        out = np.zeros((tasks * blk, g), F32)
+        out[:hs] = bias.reshape(g, hs).T
+        return np.ascontiguousarray(out.reshape(tasks, blk, g).transpose(0, 2, 1)).reshape(-1)
+
+    def _kernel(self, backward: bool, x: np.ndarray, w: np.ndarray, r: np.ndarray,
+                bias: np.ndarray, rb_h: np.ndarray | None, lens: np.ndarray, h: np.ndarray,
+                c: np.ndarray, peep: np.ndarray | None, kinds: tuple, ys: np.ndarray
+                ) -> np.ndarray:
+        """One direction's loop by ``rnn_kernels.run`` (W, R, the biases: the direction's
+        dense FLOAT32 arrays): ``h``, ``c`` (batch, hidden) the initial state (``c`` left
+        holding the last), ys (seq, batch, hidden) receives each live step's H; returns the
+        last H."""
+        from . import blas, rnn_kernels
+
+        v, seq, batch, hs, op = self.v, self.seq, self.batch, self.hidden, self.op
+        g = GATES[op]
+        blk = block(hs, g, batch)
+        tasks = -(-hs // blk)
+        lbr = op == OP.DML_OPERATOR_GRU and bool(v.LinearBeforeReset)
+        lstm = op == OP.DML_OPERATOR_LSTM
+        mode = {OP.DML_OPERATOR_RNN: rnn_kernels.RNN, OP.DML_OPERATOR_GRU: rnn_kernels.GRU,
+                OP.DML_OPERATOR_LSTM: rnn_kernels.LSTM}[op]
+        what = op.name
+        empty = np.zeros(0, F32)
+        rth = scratch((tasks * hs * blk,), F32, what, "Rhᵀ by task") \
+            if op == OP.DML_OPERATOR_GRU and not lbr else empty
+        rbh = (np.zeros(hs, F32) if rb_h is None else rb_h) if lbr else empty
+        simple = (rnn_kernels.IDENTITY, rnn_kernels.SIGMOID, rnn_kernels.TANH, rnn_kernels.CLIP)
+        fn = 0
+        if any(kind not in simple for kind, _, _ in kinds):
+            from ..kernels.strided import activation_address  # (Numba: on first use)
+
+            fn = activation_address()
+        gemm, wide = blas.address(F32)
+        h2 = scratch((2, batch, hs), F32, what, "the hidden state")
+        h2[0] = h
+        # The direction's activations as three (RNN: f, f, f; GRU: f, g, g; LSTM: f, g, h).
+        acts = [*kinds, *[kinds[-1]] * (3 - len(kinds))]
+        ints = np.array([mode, int(backward), blk, batch, hs, seq, self.inputs,
+                         int(lstm and bool(v.UseClipThreshold)),
+                         int(lstm and bool(v.CoupleInputForget)), int(lbr), int(peep is not None),
+                         gemm, int(wide), fn, rnn_kernels.activation32_address(),
+                         *(kind for kind, _, _ in acts)], np.int64)
+        reals = np.array([float(v.ClipThreshold) if lstm else 0.0,
+                          *(q for _, p0, p1 in acts for q in (p0, p1))], np.float64)
+        longest = int(lens.max()) if batch else 0
+        phases = 2 if mode == rnn_kernels.GRU and not lbr else 1
+        rec = scratch((batch * hs,), F32, what, "a step's (r⊙H)")
+        rec[...] = 0  # (the rows of ended sequences are multiplied too)
+        args = (
+            rnn_kernels.task_address(), tasks, longest, phases, x.reshape(-1),
+            scratch((tasks * self.inputs * g * blk,), F32, what, "Wᵀ by task"),
+            self._by_task(bias, g, blk), scratch((tasks * hs * g * blk,), F32, what, "Rᵀ by task"),
+            rth, rbh, h2.reshape(-1), c.reshape(-1),
+            empty if peep is None else peep.reshape(-1), ys.reshape(-1),
+            scratch((tasks * seq * batch * g * blk,), F32, what, "the input projection X·Wᵀ"),
+            scratch((tasks * batch * g * blk,), F32, what, "a step's gates"),
+            rec,
+            scratch((tasks * blk,), F32, what, "an activation's row"),
+            w.reshape(-1), r.reshape(-1),
+            scratch((tasks * 2 * blk,), np.dtype(np.float64), what, "an activation's row"),
+            lens, ints, reals)
+        with blas.single_threaded_calls():  # one single-threaded sgemm per task and step
+            rnn_kernels.run(*args)
+        last = longest % 2
+        return h2[last]
+
+    def _direction(self, backward: bool, xw: np.ndarray, r: np.ndarray,
+                   rb_h: np.ndarray | None, lens: np.ndarray, h_state: np.ndarray,
+                   c_state: np.ndarray, peep: np.ndarray | None, acts: tuple,
+                   ys: np.ndarray) -> None:
+        """One direction's loop in NumPy (where sgemm is not called directly): ``xw`` holds
+        X·Wᵀ plus the biases; ``h_state``, ``c_state`` the initial state, left holding the
+        last; ys (seq, batch, hidden) receives each live step's H."""
         v, batch, hs, op = self.v, self.batch, self.hidden, self.op
-        h = np.zeros((batch, hs), F32) if h0 is None else h0.copy()
-        c = np.zeros((batch, hs), F32) if c0 is None else c0.copy()
+        h, c = h_state.copy(), c_state.copy()
         rows = np.arange(batch)
         longest = int(lens.max()) if batch else 0
         every = bool((lens == longest).all())
@@ -367,8 +495,8 @@ class RecurrentPlan:
                     h = np.where(live[:, None], new_h, h).astype(F32, copy=False)
                     c = np.where(live[:, None], new_c, c).astype(F32, copy=False)
                     ys[times[live], rows[live]] = h[live]
-        y_h[...] = np.where((lens > 0)[:, None], h, 0)
-        y_c[...] = np.where((lens > 0)[:, None], c, 0)
+        h_state[...] = h
+        c_state[...] = c
 
 
 def rnn_plan(v: SimpleNamespace) -> RecurrentPlan:
