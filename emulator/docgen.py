@@ -35,7 +35,7 @@ def _where(spec: OperatorSpec) -> str:
         path = spec.module.__name__.split("[")[0].replace(".", "/")
         plan = getattr(getattr(spec.module, "ROW", None), "plan", None)
         plan = getattr(plan, "__func__", plan)  # a classmethod (ConvPlan.build): its function
-        if isinstance(plan, FunctionType):  # a family row: the module that defines its plan
+        if isinstance(plan, (FunctionType, type)):  # a family row: its plan's module
             places.append(f"`{plan.__module__.replace('.', '/')}.py`")
         elif path.endswith("elementwise"):  # the element-wise family keeps its rows in table.py
             places.append(f"`{path}/table.py`")
