@@ -70,6 +70,7 @@ class ConvPlan:
     tile_strides: np.ndarray | None = None
     tile_block: int = 0
     tile_activation: Any = None
+    input_extent: int = 0  # elements from the input's first to one past its last
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
@@ -100,6 +101,7 @@ class ConvPlan:
         xs = int64s([x.strides[0], x.strides[1], *[0] * pad3, *x.strides[2:]])
         kc = cig * taps
         shape = (n, g, cog, positions)
+        extent = 1 + sum((size - 1) * stride for size, stride in zip(x.sizes, x.strides))
 
         def from_scratch() -> Any:
             """The epilogue from a dense FLOAT32 scratch output to the output."""
@@ -110,10 +112,10 @@ class ConvPlan:
             if out.data_type == F32 and v.FusedActivation is None:  # straight into Output
                 os = [out.strides[0], out.strides[1], *[0] * pad3, *out.strides[2:]]
                 return cls(f, bias, backward, flip, g, geo, None, xs, x.element_size, None,
-                           (g, cog, kc), None, None, int64s(os))
+                           (g, cog, kc), None, None, int64s(os), input_extent=extent)
             os = [g * positions, positions, *[0] * pad3, *packed_strides(o_sp)]
             return cls(f, bias, backward, flip, g, geo, None, xs, x.element_size, None,
-                       (g, cog, kc), shape, from_scratch(), int64s(os))
+                       (g, cog, kc), shape, from_scratch(), int64s(os), input_extent=extent)
         # B: the column matrix (dense scratch), or the input itself viewed [N, G, Cin/G, P].
         identity = all(d[0] == 1 and d[3] == 1 and d[5] == 0 and d[6] == 1 and d[1] == d[2]
                        for d in dims)
@@ -154,7 +156,7 @@ class ConvPlan:
         # alone, so the sums never depend on the thread count.
         block = min(positions, max(64, (TILE_BYTES // (4 * kc)) // 16 * 16))
         return cls(f, bias, backward, flip, g, geo, col_shape, xs, x.element_size, matmul,
-                   (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act)
+                   (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act, extent)
 
     def reserve(self) -> dict[str, np.ndarray]:
         """Every scratch array of a dispatch (the last dispatch's, when kept)."""
@@ -166,6 +168,9 @@ class ConvPlan:
         op = "DML_OPERATOR_CONVOLUTION"
         space = self.matmul.allocate() if self.matmul is not None else {}
         space["filter"] = scratch(self.w_shape, np.float32, op, "the packed filter")
+        if self.input_size == 2:  # FLOAT16 widened once: the kernels read FLOAT32 only
+            space["input32"] = scratch((self.input_extent,), np.float32, op,
+                                       "the FLOAT16 input widened to FLOAT32")
         if self.matmul is not None and self.col_shape is not None and not self.tiled():
             space["col"] = scratch(self.col_shape, np.float32, op, "the input windows (im2col)")
         if self.target is not None:
@@ -204,6 +209,9 @@ class ConvPlan:
         space = reserved if reserved is not None else self.reserve()
         self.pack_filter(regions["FilterTensor"], space["filter"])
         x = float_view(regions["InputTensor"], self.input_size)
+        if self.input_size == 2:  # (exact; one compiled kernel per computation, not two)
+            np.copyto(space["input32"], x[:self.input_extent].view(np.float16), casting="unsafe")
+            x = space["input32"]
         inner = dict(regions)
         inner["filter"] = space["filter"].reshape(-1).view(np.uint8)
         if self.target is not None:
