@@ -58,6 +58,7 @@ from descriptors import DML_OPERATOR_TYPE, NUMPY_DTYPE
 from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..plan import float_view
+from ..resources import scratch
 from ..validation import Tensor
 from .table import FLOATS, Row
 
@@ -372,27 +373,44 @@ class AlignGradPlan:
         rois = _rows(v.ROITensor, regions["ROITensor"], 4)
         geo, counts = _geometry(v, rois, oh, ow)
         batch = _valid_batches(v.BatchIndicesTensor.view(regions["BatchIndicesTensor"]), n)
-        size = dy.element_size
-        grads = float_view(regions["InputGradientTensor"], size)
+        grads = _float32(dy, regions["InputGradientTensor"])
         if v.InputTensor is not None:
-            x, xs = float_view(regions["InputTensor"], size), _strides(v.InputTensor)
+            x, xs = _float32(v.InputTensor, regions["InputTensor"]), _strides(v.InputTensor)
         else:  # (AVERAGE into OutputGradientTensor reads no input)
             x, xs = grads[:1], np.zeros(4, np.int64)
         linear = v.InterpolationMode.name == LINEAR
         use_max = v.ReductionFunction.name == MAX
-        if v.OutputGradientTensor is not None:
-            out = v.OutputGradientTensor
-            roi_align_grad_input(x, xs, grads, _strides(dy),
-                                 float_view(regions["OutputGradientTensor"], size),
-                                 _strides(out), n, c, h, w, oh, ow, batch, counts, geo, opo, ipo,
-                                 linear, use_max)
-        if v.OutputROIGradientTensor is not None:
-            out = v.OutputROIGradientTensor
-            roi_align_grad_roi(x, xs, grads, _strides(dy),
-                               float_view(regions["OutputROIGradientTensor"], size),
-                               np.asarray(out.strides[-2:], np.int64), c, h, w, oh, ow, batch,
+        # The kernels sum in float64 into dense float64 scratch, rounded once into each output
+        # at its strides: one compiled signature for FLOAT32 and FLOAT16 alike.
+        what = "DML_OPERATOR_ROI_ALIGN_GRAD"
+        planes = scratch((n, c, h, w), np.float64, what, "the input gradient's sums") \
+            if v.OutputGradientTensor is not None else None
+        boxes = scratch(tuple(v.OutputROIGradientTensor.sizes), np.float64, what,
+                        "the ROI gradient's sums") \
+            if v.OutputROIGradientTensor is not None else None
+        if planes is not None:
+            roi_align_grad_input(x, xs, grads, _strides(dy), planes.reshape(-1),
+                                 np.asarray((c * h * w, h * w, w, 1), np.int64), n, c, h, w, oh,
+                                 ow, batch, counts, geo, opo, ipo, linear, use_max)
+            np.copyto(v.OutputGradientTensor.view(regions["OutputGradientTensor"]), planes,
+                      casting="unsafe")
+        if boxes is not None:
+            roi_align_grad_roi(x, xs, grads, _strides(dy), boxes.reshape(-1),
+                               np.asarray((4, 1), np.int64), c, h, w, oh, ow, batch,
                                counts, geo, opo, ipo, float(v.SpatialScaleX),
                                float(v.SpatialScaleY), linear, use_max)
+            np.copyto(v.OutputROIGradientTensor.view(regions["OutputROIGradientTensor"]),
+                      boxes, casting="unsafe")
+
+
+def _float32(t: Tensor, region: np.ndarray) -> np.ndarray:
+    """A float tensor's storage as FLOAT32 elements at the same offsets (FLOAT16 widened
+    exactly over the tensor's extent)."""
+    view = float_view(region, t.element_size)
+    if t.element_size == 4:
+        return view
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.sizes, t.strides))
+    return view[:extent].view(np.float16).astype(np.float32)
 
 
 def roi_align_grad_plan(v: SimpleNamespace) -> AlignGradPlan:
