@@ -59,7 +59,7 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 
 from ..plan import float_view
 from ..resources import scratch
-from ..validation import Tensor
+from ..validation import Tensor, packed_strides
 from .table import FLOATS, Row
 
 OP = DML_OPERATOR_TYPE
@@ -222,11 +222,16 @@ class AlignPlan:
         geo, counts = _geometry(v, rois, out.sizes[2], out.sizes[3])
         batch = _valid_batches(v.BatchIndicesTensor.view(regions["BatchIndicesTensor"]),
                                x.sizes[0])
-        roi_align(float_view(regions["InputTensor"], x.element_size), _strides(x), x.sizes[2],
-                  x.sizes[3], float_view(regions["OutputTensor"], out.element_size),
-                  _strides(out), x.sizes[1], out.sizes[2], out.sizes[3], batch, counts, geo, opo,
-                  ipo, float(v.OutOfBoundsInputValue), v.InterpolationMode.name == LINEAR,
+        # float64 results in dense scratch, rounded once into the output at its strides (one
+        # compiled signature for FLOAT32 and FLOAT16, whose input is widened exactly)
+        values = scratch(tuple(out.sizes), np.float64, "DML_OPERATOR_ROI_ALIGN",
+                         "the float64 results")
+        roi_align(_float32(x, regions["InputTensor"]), _strides(x), x.sizes[2], x.sizes[3],
+                  values.reshape(-1), np.asarray(packed_strides(out.sizes), np.int64),
+                  x.sizes[1], out.sizes[2], out.sizes[3], batch, counts, geo, opo, ipo,
+                  float(v.OutOfBoundsInputValue), v.InterpolationMode.name == LINEAR,
                   v.ReductionFunction.name == MAX)
+        np.copyto(out.view(regions["OutputTensor"]), values, casting="unsafe")
 
 
 def roi_align_plan(v: SimpleNamespace) -> AlignPlan:
