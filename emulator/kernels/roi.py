@@ -151,7 +151,7 @@ def _first_outside(x0, x1, y0, y1, sx, sy):  # pragma: no cover
     return np.int64(-1), np.int64(-1)
 
 
-@inline
+@helper
 def _argmax(x, base, sh, sw, h, w, geo, r, ox, oy, sx, sy, opo, ipo, oob,
             linear):  # pragma: no cover
     """The (x, y) sample indices of the cell's maximum: the first of equal ones, a NaN losing
