@@ -115,6 +115,17 @@ def _add_input(gates, row, xw, xrow, bias, n):  # pragma: no cover
         gates[row + j] += xw[xrow + j] + bias[j]
 
 
+@helper
+def _gru_state(gates, rz, rh, h, h_next, ys, hrow, yrow, n):  # pragma: no cover
+    """GRU's new state from its gates: H' = (1 - z) * h~ + z * H, into the next state and the
+    output sequence (both forms, after h~ is activated)."""
+    for j in range(n):
+        z = gates[rz + j]
+        v = (_ONE - z) * gates[rh + j] + z * h[hrow + j]
+        h_next[hrow + j] = v
+        ys[yrow + j] = v
+
+
 # -- the loop as tasks of hidden units ---------------------------------------------------------
 # Packed layouts (``_pack``, in the first phase): a task owns ``blk`` hidden units u0 … u0 + blk - 1
 # (the last task's units past hidden are zero padding) and, for each gate k, the columns
@@ -202,11 +213,7 @@ def _task_step(task, s, phase, mode, backward, blk, hc, hn, c, xw, bp, rt, rth, 
             for j in range(uw):
                 gt[rh + j] += xt[xrow + ub2 + j] + bt[ub2 + j]
             _activate(kg, g0, g1, gt, rh, width, wt, fn, fn32)
-            for j in range(uw):
-                z = gt[rz + j]
-                v = (_ONE - z) * gt[rh + j] + z * hc[hrow + j]
-                hn[hrow + j] = v
-                ys[yrow + j] = v
+            _gru_state(gt, rz, rh, hc, hn, ys, hrow, yrow, uw)
             continue
         if mode == RNN:
             _add_input(gt, row, xt, xrow, bt, width)
@@ -264,11 +271,7 @@ def _task_step(task, s, phase, mode, backward, blk, hc, hn, c, xw, bp, rt, rth, 
                     gt[rh + j] = (xt[xrow + ub2 + j] + bt[ub2 + j]) + \
                         gt[rr + j] * (gt[rh + j] + rbh[hu + j])
                 _activate(kg, g0, g1, gt, rh, width, wt, fn, fn32)
-                for j in range(uw):
-                    z = gt[rz + j]
-                    v = (_ONE - z) * gt[rh + j] + z * hc[hrow + j]
-                    hn[hrow + j] = v
-                    ys[yrow + j] = v
+                _gru_state(gt, rz, rh, hc, hn, ys, hrow, yrow, uw)
             else:
                 for j in range(uw):
                     rec[hrow + j] = gt[rr + j] * hc[hrow + j]
