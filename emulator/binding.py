@@ -31,7 +31,8 @@ from .resources import address, resource_bytes
 from .validation import Tensor
 
 if TYPE_CHECKING:
-    from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperatorInitializer
+    from .device import IDMLDevice
+    from .dispatchable import Dispatchable
 
 BT = DML_BINDING_TYPE
 NONE, BUFFER, BUFFER_ARRAY = (BT.DML_BINDING_TYPE_NONE, BT.DML_BINDING_TYPE_BUFFER,
@@ -153,7 +154,7 @@ class IDMLBindingTable:
         self._reset(desc)
 
     def _reset(self, desc: DML_BINDING_TABLE_DESC | None) -> None:
-        self.dispatchable: IDMLCompiledOperator | IDMLOperatorInitializer | None = None
+        self.dispatchable: Dispatchable | None = None
         self.inputs: list[Any] | None = None
         self.outputs: list[Any] | None = None
         self.temporary: Bound | None = None
@@ -165,20 +166,22 @@ class IDMLBindingTable:
             raise invalid_arg(f"binding table: {type(desc).__name__} is not a "
                               "DML_BINDING_TABLE_DESC")
         d = desc.Dispatchable
-        if getattr(d, "_device", None) is not self._device or not hasattr(d, "_bind_inputs"):
-            raise invalid_arg("DML_BINDING_TABLE_DESC.Dispatchable must be a compiled operator or "
-                              "operator initializer of this device")
+        from .dispatchable import Dispatchable
+
+        if not isinstance(d, Dispatchable) or d._device is not self._device:
+            raise invalid_arg("DML_BINDING_TABLE_DESC.Dispatchable must be a compiled operator, "
+                              "compiled graph or operator initializer of this device")
         need = d.GetBindingProperties().RequiredDescriptorCount
         to_int(desc.SizeInDescriptors, "DML_BINDING_TABLE_DESC.SizeInDescriptors", "UINT", need,
                rule=f"the dispatchable's RequiredDescriptorCount is {need}")
         self.dispatchable = d
-        self.generation = getattr(d, "generation", 0)
+        self.generation = d.generation
 
-    def _target(self, method: str) -> Any:
+    def _target(self, method: str) -> Dispatchable:
         if self.dispatchable is None:
             raise invalid_arg(f"IDMLBindingTable::{method}: the table has no dispatchable "
                               "(create it with a DML_BINDING_TABLE_DESC or call Reset)")
-        if getattr(self.dispatchable, "generation", 0) != self.generation:
+        if self.dispatchable.generation != self.generation:
             raise invalid_arg(f"IDMLBindingTable::{method}: the initializer was Reset after this "
                               "table was made for it, which invalidates the table (as in "
                               "DirectML); call IDMLBindingTable::Reset and bind again")
@@ -233,13 +236,14 @@ def same_elements(a: Tensor | None, b: Tensor | None) -> bool:
 
 
 def check_overlaps(where: str, inputs: Sequence[Slot], outputs: Sequence[Slot],
-                   in_place: bool) -> None:
+                   in_place: bool, temporary: Bound | None = None) -> None:
     """Outputs never overlap each other; an input and an output only if the operator runs in
     place and both bind the identical region as the identical tensor (data type, sizes, strides):
     otherwise an element would be overwritten before it is read, and the result would depend on
     the thread count.
 
-    A tensor's region is [Offset, Offset + TotalTensorSizeInBytes) of its resource.
+    A tensor's region is [Offset, Offset + TotalTensorSizeInBytes) of its resource. The temporary
+    resource (a graph's intermediates) overlaps no input and no output.
     """
     def overlap(a: Bound, b: Bound) -> bool:
         (a0, a1), (b0, b1) = a.span(), b.span()
@@ -266,3 +270,8 @@ def check_overlaps(where: str, inputs: Sequence[Slot], outputs: Sequence[Slot],
                                   "different tensors (data type, sizes or strides differ); "
                                   "in-place execution needs element-for-element identical "
                                   "tensors")
+    if temporary is not None:
+        for n, _, b in [*inputs, *outputs]:
+            if b is not None and overlap(temporary, b):
+                raise invalid_arg(f"{where}: the temporary resource overlaps {n} in memory; the "
+                                  "dispatchable writes its intermediates there")

@@ -32,6 +32,7 @@ from .featurelevels import (
     parse_level,
     short_level,
 )
+from .graph import LEVEL_GRAPHS
 from .registry import REGISTRY, min_feature_level, validate_operator
 
 EXIT_USER_ERROR = 2
@@ -299,6 +300,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             d = model.dispatchables[name]
             entry["operator"] = short_name(d.operator)
             lowest = min_feature_level(d.desc)
+            if d.as_graph:  # a one-node graph: CompileGraph is IDMLDevice1's, from 2_1
+                entry["compile"] = "DmlCompileGraph"
+                if lowest is not None:
+                    lowest = max(lowest, LEVEL_GRAPHS)
             entry["min_feature_level"] = short_level(lowest) if lowest else None
             # This desc's executability (a data type or mode its kernel lacks), where it is valid.
             spec = REGISTRY[d.operator]
@@ -323,6 +328,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             if r["min_feature_level"]:
                 print(f"{r['dispatchable']}: {r['operator']} is valid from "
                       f"DML_FEATURE_LEVEL_{r['min_feature_level']}"
+                      + (" as a one-node graph (CompileGraph)" if "compile" in r else "")
                       + ("" if r["executable"] else " (validation only: not yet executable here"
                          + (f": {r['not_executable']})" if "not_executable" in r else ")")))
             elif "unsupported" in r:

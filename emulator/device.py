@@ -35,6 +35,7 @@ from descriptors import (
 from . import binding
 from .binding import Bound, IDMLBindingTable, bind_owned, bind_resource, bind_tensor, check_counts
 from .cvalues import as_list, to_enum, to_flags, to_int
+from .dispatchable import CompiledDispatchable, Dispatchable
 from .errors import (
     DXGI_ERROR_DEVICE_REMOVED,
     DXGI_ERROR_UNSUPPORTED,
@@ -186,6 +187,16 @@ class IDMLDevice:
             raise not_executable(op.spec, self._level, op.not_executable)
         return IDMLCompiledOperator(op, flags)
 
+    def CompileGraph(self, desc: Any,
+                     flags: int = DML_EXECUTION_FLAGS.DML_EXECUTION_FLAG_NONE
+                     ) -> IDMLCompiledOperator:
+        """IDMLDevice1::CompileGraph: a DML_GRAPH_DESC of operator (and constant-data) nodes
+        compiled into one dispatchable (emulator/graph.py)."""
+        self._check_alive()
+        from .graph import compile_graph
+
+        return compile_graph(self, desc, flags)
+
     def CreateOperatorInitializer(self, operators: Sequence[IDMLCompiledOperator] | None = None
                                   ) -> IDMLOperatorInitializer:
         self._check_alive()
@@ -213,8 +224,18 @@ class IDMLDevice:
 
         return execute(self, operator_desc, inputs, outputs)
 
+    def execute_graph(self, graph_desc: Any, inputs: Any, outputs: Any = None
+                      ) -> list[np.ndarray]:
+        """``CompileGraph``, then as ``execute``: one array per graph input (None for one no
+        edge reads), in graph input order; returns one array per graph output, shaped by the
+        output's tensor (the node output its edge takes). The temporary resource is allocated."""
+        from .pythonic import execute_graph
+
+        return execute_graph(self, graph_desc, inputs, outputs)
+
 
 def _compiled_list(device: IDMLDevice, operators: Any) -> tuple[IDMLCompiledOperator, ...]:
+    """An initializer's operators: compiled operators or graphs of this device."""
     ops = tuple(as_list(operators, "operator initializer: operators",
                         "a list of IDMLCompiledOperator"))
     for i, op in enumerate(ops):
@@ -245,14 +266,15 @@ class IDMLOperator:
         return self.validated.operator.name
 
 
-def _slots(name: str, value: Tensor | tuple[Tensor, ...] | None
+def bind_slots(name: str, value: Tensor | tuple[Tensor, ...] | None
            ) -> list[tuple[str, Tensor | None]]:
     """A tensor field's bind points: one per tensor of an array, one (None) if absent."""
     return [*labelled(name, value)] or [(name, None)]
 
 
-class IDMLCompiledOperator:
-    """A compiled operator: dispatchable once initialized (exactly once)."""
+class IDMLCompiledOperator(CompiledDispatchable):
+    """A compiled operator: dispatchable once initialized (exactly once). A compiled graph
+    (``CompileGraph``) is one too, as in DirectML."""
 
     def __init__(self, op: IDMLOperator, flags: DML_EXECUTION_FLAGS):
         self._device = op._device
@@ -265,24 +287,29 @@ class IDMLCompiledOperator:
         # A tensor array (JOIN's InputTensors, QUANTIZE's QuantizationTensors) takes one bind
         # point per tensor, labelled ``Field[i]``, as DirectML counts an operator's inputs.
         self._slots: dict[str, list[tuple[str, Tensor | None]]] = {
-            kind: [slot for f in fields for slot in _slots(f.name, v.tensor(f.name))]
+            kind: [slot for f in fields for slot in bind_slots(f.name, v.tensor(f.name))]
             for kind, fields in (("input", v.schema.inputs), ("output", v.schema.outputs))}
 
     @property
     def name(self) -> str:
         return self.operator.name
 
-    def _tensors(self, kind: str) -> list[tuple[str, Tensor | None]]:
+    @property
+    def initialized(self) -> bool:
+        return self._initialized
+
+    def bind_points(self, kind: str) -> list[tuple[str, Tensor | None]]:
         return self._slots[kind]
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
         return DML_BINDING_PROPERTIES(
-            RequiredDescriptorCount=len(self._tensors("input")) + len(self._tensors("output")),
+            RequiredDescriptorCount=len(self.bind_points("input")) +
+            len(self.bind_points("output")),
             TemporaryResourceSize=0, PersistentResourceSize=0)
 
     def _bind(self, kind: str, method: str, bindings: list[Any]) -> list[Bound | None]:
-        slots = self._tensors(kind)
+        slots = self.bind_points(kind)
         where = f"IDMLBindingTable::{method} ({self.name})"
         check_counts(where, self.name, len(bindings), [n for n, _ in slots])
         return [bind_tensor(b, f"{where}: binding {i} ({name})", t)
@@ -294,57 +321,70 @@ class IDMLCompiledOperator:
     def _bind_outputs(self, bindings: list[Any]) -> list[Bound | None]:
         return self._bind("output", "BindOutputs", bindings)
 
+    def _in_place(self) -> bool:
+        return self.operator.spec.in_place
+
     def _dispatch_command(self, table: IDMLBindingTable) -> OperatorDispatch:
         where = f"IDMLCommandRecorder::RecordDispatch ({self.name})"
-        ins, outs = self._tensors("input"), self._tensors("output")
+        ins, outs = self.bind_points("input"), self.bind_points("output")
         needs_inputs = any(t is not None and not t.owned_by_dml for _, t in ins)
         if table.inputs is None and needs_inputs:
             raise invalid_arg(f"{where}: the binding table's inputs were never bound (BindInputs)")
         if table.outputs is None:
             raise invalid_arg(f"{where}: the binding table's outputs were never bound "
                               "(BindOutputs)")
+        need = self.GetBindingProperties().TemporaryResourceSize
+        if need and (table.temporary is None or table.temporary.size < need):
+            raise invalid_arg(f"{where}: the dispatchable needs a temporary resource of {need} "
+                              "bytes (GetBindingProperties().TemporaryResourceSize); bind one "
+                              "with BindTemporaryResource")
         inputs = tuple(table.inputs) if table.inputs is not None else (None,) * len(ins)
         outputs = tuple(table.outputs)
         binding.check_overlaps(where, [(n, t, b) for (n, t), b in zip(ins, inputs)],
                                [(n, t, b) for (n, t), b in zip(outs, outputs)],
-                               self.operator.spec.in_place)
-        return OperatorDispatch(self, inputs, outputs)
+                               self._in_place(), table.temporary if need else None)
+        return OperatorDispatch(self, inputs, outputs, table.temporary if need else None)
 
-    def _initialize(self, owned: Sequence[Bound | None]) -> None:
+    def initialize(self, owned: Sequence[Bound | None]) -> None:
         """Capture OWNED_BY_DML inputs: DirectML owns (copies) their contents from now on."""
         self._owned = {name: b.region()[: t.total_bytes].copy()
-                       for (name, t), b in zip(self._tensors("input"), owned)
+                       for (name, t), b in zip(self.bind_points("input"), owned)
                        if b is not None and t is not None}
         self._initialized = True
 
-    def _reserve(self) -> Any:
+    def reserve(self) -> Any:
         """The dispatch's data-sized scratch, taken before a command list runs (plans that
         need none have no ``reserve``)."""
         reserve = getattr(self.operator.plan, "reserve", None)
         return reserve() if reserve is not None else None
 
-    def _execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
-                 reserved: Any = None) -> None:
+    def execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
+                temporary: Bound | None = None, reserved: Any = None) -> None:
         regions: dict[str, np.ndarray] = dict(self._owned)
-        for (name, _), b in zip(self._tensors("input"), inputs):
+        for (name, _), b in zip(self.bind_points("input"), inputs):
             if b is not None:
                 regions[name] = b.region()
-        for (name, _), b in zip(self._tensors("output"), outputs):
+        for (name, _), b in zip(self.bind_points("output"), outputs):
             if b is not None:
                 regions[name] = b.region()
         from .kernels.jit import compiling_for, launch_guard
 
         with launch_guard(), compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
-            if reserved is None:
-                self.operator.plan.run(regions)
-            else:
-                self.operator.plan.run(regions, reserved)
+            run_plan(self.operator.plan, regions, reserved)
 
 
-class IDMLOperatorInitializer:
-    """Initializes compiled operators; binds their OWNED_BY_DML inputs."""
+def run_plan(plan: Any, regions: dict[str, np.ndarray], reserved: Any) -> None:
+    """One operator's kernels over its bind points' byte regions."""
+    if reserved is None:
+        plan.run(regions)
+    else:
+        plan.run(regions, reserved)
 
-    def __init__(self, device: IDMLDevice, operators: tuple[IDMLCompiledOperator, ...]):
+
+class IDMLOperatorInitializer(Dispatchable):
+    """Initializes compiled operators and graphs; binds their OWNED_BY_DML inputs."""
+
+    def __init__(self, device: IDMLDevice, operators: tuple[CompiledDispatchable, ...]):
         self._device = device
         self.operators = operators
         self.generation = 0  # counts Resets: a binding table made before one is invalid
@@ -356,7 +396,7 @@ class IDMLOperatorInitializer:
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
-        count = sum(len(op._tensors("input")) for op in self.operators) + len(self.operators)
+        count = sum(len(op.bind_points("input")) for op in self.operators) + len(self.operators)
         return DML_BINDING_PROPERTIES(RequiredDescriptorCount=count, TemporaryResourceSize=0,
                                       PersistentResourceSize=0)
 
@@ -371,7 +411,7 @@ class IDMLOperatorInitializer:
         self._check_count(where, bindings)
         out: list[tuple[Bound | None, ...]] = []
         for i, (b, op) in enumerate(zip(bindings, self.operators)):
-            slots = op._tensors("input")
+            slots = op.bind_points("input")
             here = f"{where}: binding {i} ({op.name})"
             kind, arr = binding.as_binding(b, here)
             if kind == DML_BINDING_TYPE.DML_BINDING_TYPE_NONE:
@@ -408,11 +448,11 @@ class IDMLOperatorInitializer:
                               "made for it, which invalidates the table (as in DirectML); call "
                               "IDMLBindingTable::Reset with the initializer and bind again")
         needs = any(t is not None and t.owned_by_dml
-                    for op in self.operators for _, t in op._tensors("input"))
+                    for op in self.operators for _, t in op.bind_points("input"))
         if table.inputs is None and needs:
             raise invalid_arg(f"{where}: OWNED_BY_DML inputs were never bound (BindInputs)")
         owned = tuple(table.inputs) if table.inputs is not None else \
-            tuple((None,) * len(op._tensors("input")) for op in self.operators)
+            tuple((None,) * len(op.bind_points("input")) for op in self.operators)
         return InitializerDispatch(self, self.operators, owned)
 
 
@@ -426,16 +466,15 @@ class IDMLCommandRecorder:
             if not isinstance(commandList, CommandList):
                 raise invalid_arg(f"RecordDispatch: commandList = {type(commandList).__name__} is "
                                   "not a CommandList")
-            if getattr(dispatchable, "_device", None) is not self._device \
-                    or not hasattr(dispatchable, "_dispatch_command"):
-                raise invalid_arg("RecordDispatch: dispatchable must be a compiled operator or "
-                                  "operator initializer of this device")
+            if not isinstance(dispatchable, Dispatchable) or \
+                    dispatchable._device is not self._device:
+                raise invalid_arg("RecordDispatch: dispatchable must be a compiled operator, "
+                                  "compiled graph or operator initializer of this device")
             if not isinstance(bindingTable, IDMLBindingTable) or \
                     bindingTable.dispatchable is not dispatchable:
                 raise invalid_arg("RecordDispatch: bindingTable must be a binding table created "
                                   "for this dispatchable")
-            target: Any = dispatchable  # checked above: a dispatchable of this device
-            commandList._record(target._dispatch_command(bindingTable))
+            commandList._record(dispatchable._dispatch_command(bindingTable))
 
 
 __all__ = ["DMLCreateDevice", "DMLCreateDevice1", "IDMLCommandRecorder", "IDMLCompiledOperator",

@@ -67,9 +67,10 @@ from descriptors import (
 )
 from descriptors.structs import GENERIC_STRUCTS
 
-from .device import IDMLCompiledOperator, IDMLDevice
+from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperator, bind_slots
 from .errors import DMLError
 from .execution import CommandList, CommandQueue
+from .graph import single_node_graph
 from .resources import Buffer
 
 DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
@@ -285,8 +286,8 @@ def _name(value: Any, where: str, what: str, known: Any) -> str:
 RESOURCE_KEYS = {"type", "initialValues", "initialValuesDataType", "initialValuesOffsetInBytes",
                  "sizeInBytes", "resampleSize", "resampleMode"}
 INITIALIZER_KEYS = {"valueCount", "value", "valueStart", "valueDelta", "sourcePath"}
-# dmlCompileType: DmlCompileOp or DmlCompileGraph (one operator compiled as a one-node graph runs
-# the same here).
+# dmlCompileType: DmlCompileOp (CompileOperator) or DmlCompileGraph (the operator as a one-node
+# graph through CompileGraph, as DxDispatch builds it: needs DML_FEATURE_LEVEL_2_1).
 DISPATCHABLE_KEYS = {"type", "desc", "Desc", "executionFlags", "bindings", "dmlCompileType"}
 BINDING_KEYS = {"name", "elementOffset", "elementCount"}
 COMMAND_KEYS = {"dispatch": {"type", "dispatchable", "bindings", "threadGroupCount"},
@@ -766,7 +767,10 @@ class Dispatchable:
     desc: DML_OPERATOR_DESC
     flags: DML_EXECUTION_FLAGS
     init_bindings: Any  # the raw object; parse_model turns it into Bindings
+    as_graph: bool = False  # dmlCompileType DmlCompileGraph
+    operator_object: IDMLOperator | None = None
     compiled: IDMLCompiledOperator | None = None
+    temporary: Buffer | None = None  # a compiled graph's temporary resource
 
     @property
     def schema(self) -> OperatorSchema:
@@ -796,7 +800,7 @@ def load_dispatchable(name: str, spec: Any) -> Dispatchable:
             '"DmlCompileOp" or "DmlCompileGraph"', compile_type)
     flags = _flags(DML_EXECUTION_FLAGS, obj.get("executionFlags", []), f"{where}.executionFlags")
     bindings = _object(obj.get("bindings", {}), f"{where}.bindings")
-    return Dispatchable(name, op, desc, flags, bindings)
+    return Dispatchable(name, op, desc, flags, bindings, compile_type == "DmlCompileGraph")
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -1280,8 +1284,8 @@ class Runner:
         """One DML_BINDING_DESC per bind point of the compiled operator (None: nothing bound). A
         tensor array (JOIN's InputTensors) has one bind point per tensor, each bound to the
         matching entry of the binding's list, as DxDispatch flattens them."""
-        assert d.compiled is not None
-        validated = d.compiled.operator.validated
+        assert d.operator_object is not None
+        validated = d.operator_object.validated
 
         def buffer(src: BindingSource) -> Any:
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER,
@@ -1304,8 +1308,13 @@ class Runner:
                                  f"{f.name}[{len(sources)}])")
             return [buffer(s) for s in sources[:len(tensors)]]
 
-        return ([b for f in d.schema.inputs for b in points(f)],
-                [b for f in d.schema.outputs for b in points(f)])
+        inputs = [b for f in d.schema.inputs for b in points(f)]
+        outputs = [b for f in d.schema.outputs for b in points(f)]
+        if d.as_graph:  # the one-node graph's outputs: the operator's present ones
+            present = [t is not None for f in d.schema.outputs
+                       for _, t in bind_slots(f.name, validated.tensor(f.name))]
+            outputs = [b for b, keep in zip(outputs, present) if keep]
+        return inputs, outputs
 
     def _table(self, dispatchable: Any) -> Any:
         need = dispatchable.GetBindingProperties().RequiredDescriptorCount
@@ -1322,7 +1331,11 @@ class Runner:
         """Create, compile and initialize every dispatchable (OWNED_BY_DML inputs bound here)."""
         for d in self.model.dispatchables.values():
             t0 = time.perf_counter()
-            d.compiled = self.device.CompileOperator(self.device.CreateOperator(d.desc), d.flags)
+            d.operator_object = self.device.CreateOperator(d.desc)
+            d.compiled = self.device.CompileGraph(single_node_graph(d.operator_object), d.flags) \
+                if d.as_graph else self.device.CompileOperator(d.operator_object, d.flags)
+            temporary = d.compiled.GetBindingProperties().TemporaryResourceSize
+            d.temporary = Buffer(temporary) if temporary else None
             init = self.device.CreateOperatorInitializer([d.compiled])
             table = self._table(init)
             inputs, _ = self._bind_points(d, d.init_bindings)
@@ -1365,6 +1378,8 @@ class Runner:
         table = self._table(d.compiled)
         table.BindInputs(inputs)
         table.BindOutputs(outputs)
+        if d.temporary is not None:
+            table.BindTemporaryResource(DML_BUFFER_BINDING(Buffer=d.temporary))
         commands = self._record(d.compiled, table)
         t = self.timing
         if not t.report:

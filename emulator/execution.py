@@ -16,30 +16,45 @@ from .cvalues import as_list
 from .errors import E_OUTOFMEMORY, DMLError, invalid_arg
 
 if TYPE_CHECKING:
-    from .device import IDMLCompiledOperator, IDMLOperatorInitializer
+    from .device import IDMLDevice, IDMLOperatorInitializer
+    from .dispatchable import Command, CompiledDispatchable
 
 
 @dataclass(frozen=True)
 class OperatorDispatch:
-    """Execute a compiled operator with these input/output bindings (None: not bound)."""
+    """Execute a compiled operator or graph with these bindings (None: not bound)."""
 
-    operator: IDMLCompiledOperator
+    operator: CompiledDispatchable
     inputs: tuple[Bound | None, ...]
     outputs: tuple[Bound | None, ...]
+    temporary: Bound | None = None
+
+    @property
+    def device(self) -> IDMLDevice:
+        return self.operator._device
+
+    def compiled(self) -> tuple[CompiledDispatchable, ...]:
+        return (self.operator,)
 
     def check(self, initialized: set[int]) -> None:
         _check_covers(self.operator, "input", self.inputs)
         _check_covers(self.operator, "output", self.outputs)
+        need = self.operator.GetBindingProperties().TemporaryResourceSize
+        t = self.temporary
+        if need and (t is None or t.size < need or t.offset + t.size > t.resource.size):
+            raise invalid_arg(f"{self.operator.name}: the recorded temporary resource no longer "
+                              f"covers the {need} bytes the dispatchable needs; bind and record "
+                              "the dispatch again")
         if id(self.operator) not in initialized:
             raise invalid_arg(f"{self.operator.name}: the compiled operator was dispatched before "
                               "it was initialized; dispatch an IDMLOperatorInitializer for it "
                               "first")
 
     def reserve(self) -> Any:
-        return self.operator._reserve()
+        return self.operator.reserve()
 
     def run(self, reserved: Any = None) -> None:
-        self.operator._execute(self.inputs, self.outputs, reserved)
+        self.operator.execute(self.inputs, self.outputs, self.temporary, reserved)
 
 
 @dataclass(frozen=True)
@@ -47,8 +62,15 @@ class InitializerDispatch:
     """Initialize these compiled operators, capturing their OWNED_BY_DML inputs."""
 
     initializer: IDMLOperatorInitializer
-    operators: tuple[IDMLCompiledOperator, ...]
+    operators: tuple[CompiledDispatchable, ...]
     owned: tuple[tuple[Bound | None, ...], ...]
+
+    @property
+    def device(self) -> IDMLDevice:
+        return self.initializer._device
+
+    def compiled(self) -> tuple[CompiledDispatchable, ...]:
+        return self.operators
 
     def check(self, initialized: set[int]) -> None:
         if len(self.owned) != len(self.operators):
@@ -67,14 +89,14 @@ class InitializerDispatch:
 
     def run(self, reserved: Any = None) -> None:
         for op, owned in zip(self.operators, self.owned):
-            op._initialize(owned)
+            op.initialize(owned)
 
 
 class CommandList:
     """Stand-in for ID3D12GraphicsCommandList: records dispatches until ``Close()``."""
 
     def __init__(self) -> None:
-        self._commands: list[Any] = []
+        self._commands: list[Command] = []
         self._closed = False
 
     def Close(self) -> None:
@@ -87,7 +109,7 @@ class CommandList:
         self._commands = []
         self._closed = False
 
-    def _record(self, command: Any) -> None:
+    def _record(self, command: Command) -> None:
         if self._closed:
             raise invalid_arg("RecordDispatch: the command list is closed; Reset it first")
         self._commands.append(command)
@@ -105,14 +127,14 @@ class CommandQueue:
             if not cl._closed:
                 raise invalid_arg("ExecuteCommandLists: a command list must be closed (Close()) "
                                   "before it is executed")
-        commands = [c for cl in lists for c in cl._commands]
+        commands: list[Command] = [c for cl in lists for c in cl._commands]
         initialized: set[int] = set()
         for c in commands:  # the state every compiled operator is in before this call
-            for op in _operators(c):
-                if op._initialized:
+            for op in c.compiled():
+                if op.initialized:
                     initialized.add(id(op))
         for c in commands:
-            device = _device(c)
+            device = c.device
             try:
                 device._check_alive()
                 c.check(initialized)
@@ -125,7 +147,7 @@ class CommandQueue:
             try:
                 reserved.append(c.reserve())
             except DMLError as e:
-                _device(c)._remove(e)
+                c.device._remove(e)
                 raise
         for c, r in zip(commands, reserved):
             try:
@@ -133,15 +155,16 @@ class CommandQueue:
             except MemoryError:  # a dispatch-time table of a huge index tensor (the gathers')
                 error = DMLError(E_OUTOFMEMORY, "ExecuteCommandLists: a kernel's scratch memory "
                                  "cannot be allocated on this machine")
-                _device(c)._remove(error)
+                c.device._remove(error)
                 raise error from None
 
 
-def _check_covers(op: Any, kind: str, bound: tuple[Any, ...], owned: bool = False) -> None:
+def _check_covers(op: CompiledDispatchable, kind: str, bound: tuple[Any, ...],
+                  owned: bool = False) -> None:
     """Re-validated when a command runs, whatever happened since it was recorded: one binding per
     bind point, each covering its tensor (a kernel never reads or writes past a bound range), and
     every tensor the kernel needs bound (``owned``: an initializer's OWNED_BY_DML entries)."""
-    slots = op._tensors(kind)
+    slots = op.bind_points(kind)
 
     def needed(t: Any) -> bool:
         return t is not None and not owned and not (kind == "input" and t.owned_by_dml)
@@ -154,11 +177,3 @@ def _check_covers(op: Any, kind: str, bound: tuple[Any, ...], owned: bool = Fals
     if not ok:
         raise invalid_arg(f"{op.name}: the recorded {kind} bindings no longer match the "
                           "operator's tensors; bind and record the dispatch again")
-
-
-def _operators(c: Any) -> tuple[Any, ...]:
-    return c.operators if isinstance(c, InitializerDispatch) else (c.operator,)
-
-
-def _device(c: Any) -> Any:
-    return (c.initializer if isinstance(c, InitializerDispatch) else c.operator)._device

@@ -1,5 +1,6 @@
-"""``IDMLDevice.execute``: one operator, run through the faithful API (same validation, same
-bindings, same kernels) with buffers made from numpy arrays."""
+"""``IDMLDevice.execute`` (one operator) and ``IDMLDevice.execute_graph`` (a DML_GRAPH_DESC), run
+through the faithful API (same validation, same bindings, same kernels) with buffers made from
+numpy arrays."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .resources import Buffer, resource_bytes
 from .validation import Tensor
 
 if TYPE_CHECKING:
-    from .device import IDMLDevice
+    from .device import IDMLCompiledOperator, IDMLDevice
 
 
 def _per_field(values: Any, names: list[str], what: str, op_name: str,
@@ -135,23 +136,34 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
 def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = None
             ) -> list[np.ndarray]:
     op = device.CreateOperator(operator_desc)
-    compiled = device.CompileOperator(op)
-    ins, outs = compiled._tensors("input"), compiled._tensors("output")
-    in_values = _per_field(inputs, [n for n, _ in ins], "inputs", op.name,
-                           frozenset(n for n, t in ins if t is None))
-    out_values = _per_field(outputs, [n for n, _ in outs], "outputs", op.name)
+    return run(device, device.CompileOperator(op), inputs, outputs, op.name)
 
-    for x, (name, t) in zip(in_values, ins):
+
+def execute_graph(device: IDMLDevice, graph_desc: Any, inputs: Any, outputs: Any = None
+                  ) -> list[np.ndarray]:
+    return run(device, device.CompileGraph(graph_desc), inputs, outputs, "compiled graph")
+
+
+def run(device: IDMLDevice, compiled: IDMLCompiledOperator, inputs: Any, outputs: Any,
+        name: str) -> list[np.ndarray]:
+    """Initialize, bind (a temporary resource too, if it needs one) and dispatch a compiled
+    operator or graph; return its outputs as arrays."""
+    ins, outs = compiled.bind_points("input"), compiled.bind_points("output")
+    in_values = _per_field(inputs, [n for n, _ in ins], "inputs", name,
+                           frozenset(n for n, t in ins if t is None))
+    out_values = _per_field(outputs, [n for n, _ in outs], "outputs", name)
+
+    for x, (point, t) in zip(in_values, ins):
         if x is None and t is not None:
-            raise invalid_arg(f"execute ({op.name}): input {name} is None, but the operator desc "
+            raise invalid_arg(f"execute ({name}): input {point} is None, but the operator desc "
                               "has this tensor (pass an array, or make the tensor null)")
-    in_buffers = [None if x is None or t is None else _as_resource(x, t, name, op.name, False)
-                  for x, (name, t) in zip(in_values, ins)]
+    in_buffers = [None if x is None or t is None else _as_resource(x, t, point, name, False)
+                  for x, (point, t) in zip(in_values, ins)]
     # One entry per output bind point: None for an optional output the desc leaves null (bound
     # as None, as BindOutputs expects a binding for every output, RANDOM_GENERATOR's state).
     out_buffers = [None if t is None else Buffer(t.total_bytes) if x is None else
-                   _as_resource(x, t, name, op.name, True)
-                   for x, (name, t) in zip(out_values, outs)]
+                   _as_resource(x, t, point, name, True)
+                   for x, (point, t) in zip(out_values, outs)]
 
     def buffer_binding(buf: Any) -> DML_BUFFER_BINDING:
         return DML_BUFFER_BINDING(Buffer=buf)
@@ -165,12 +177,14 @@ def execute(device: IDMLDevice, operator_desc: Any, inputs: Any, outputs: Any = 
         init_table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
             buffer_binding(b if t is not None and t.owned_by_dml else None)
             for b, (_, t) in zip(in_buffers, ins)])])
+    props = compiled.GetBindingProperties()
     table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
-        Dispatchable=compiled,
-        SizeInDescriptors=compiled.GetBindingProperties().RequiredDescriptorCount))
+        Dispatchable=compiled, SizeInDescriptors=props.RequiredDescriptorCount))
     table.BindInputs([None if b is None or t is None or t.owned_by_dml else buffer_binding(b)
                       for b, (_, t) in zip(in_buffers, ins)])
     table.BindOutputs([None if b is None else buffer_binding(b) for b in out_buffers])
+    if props.TemporaryResourceSize:
+        table.BindTemporaryResource(buffer_binding(Buffer(props.TemporaryResourceSize)))
     commands = CommandList()
     recorder.RecordDispatch(commands, initializer, init_table)
     recorder.RecordDispatch(commands, compiled, table)

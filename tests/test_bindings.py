@@ -311,8 +311,8 @@ CASES = [
                                        "DML_BINDING_TYPE_BUFFER_ARRAY is invalid"]),
     (binding_desc_type_mismatch, False, 0, ["a DML_BINDING_TYPE_BUFFER binding needs Desc to be a "
                                             "DML_BUFFER_BINDING"]),
-    (foreign_dispatchable, False, 0, ["dispatchable must be a compiled operator or operator "
-                                      "initializer of this device"]),
+    (foreign_dispatchable, False, 0, ["dispatchable must be a compiled operator, compiled graph "
+                                      "or operator initializer of this device"]),
 ]
 
 

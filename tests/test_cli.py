@@ -451,7 +451,8 @@ UPSTREAM_CHECK = {
     "dml_fill_value_sequence": "fill_sequence: FILL_VALUE_SEQUENCE is valid from "
                                "DML_FEATURE_LEVEL_2_1",
     "dml_gemm": "gemm: GEMM is valid from DML_FEATURE_LEVEL_4_0",
-    "dml_gemm_graph": "gemm: GEMM is valid from DML_FEATURE_LEVEL_1_0",
+    "dml_gemm_graph": "gemm: GEMM is valid from DML_FEATURE_LEVEL_2_1 as a one-node graph "
+                      "(CompileGraph)",
     "dml_join": "join: JOIN is valid from DML_FEATURE_LEVEL_3_1",
     "dml_owned_tensors": "add: ELEMENT_WISE_ADD is valid from DML_FEATURE_LEVEL_3_0",
     "dml_reduce": "sum: REDUCE is valid from DML_FEATURE_LEVEL_1_0",

@@ -208,7 +208,7 @@ def test_tensor_array_binds_one_point_per_tensor(device):
         [tensor_desc(np.ones((2, 1), np.float32)), tensor_desc(np.zeros((2, 1), np.uint8))],
         desc(T.DML_TENSOR_DATA_TYPE_UINT8, (2, 2))))
     compiled = device.CompileOperator(device.CreateOperator(d))
-    names = [n for n, _ in compiled._tensors("input")]
+    names = [n for n, _ in compiled.bind_points("input")]
     assert names == ["InputTensor", "QuantizationTensors[0]", "QuantizationTensors[1]"]
     assert compiled.GetBindingProperties().RequiredDescriptorCount == 4
     with pytest.raises(DMLError, match="QuantizationTensors"):

@@ -143,8 +143,8 @@ def dispatch(device, operator, inputs, outputs) -> None:
             Type=DML_BINDING_TYPE_BUFFER, Desc=DML_BUFFER_BINDING(
                 Buffer=arrays[n], Offset=0, SizeInBytes=arrays[n].nbytes)) for n in names]
 
-    table.BindInputs(bind(inputs, [n for n, _ in compiled._tensors("input")]))
-    table.BindOutputs(bind(outputs, [n for n, _ in compiled._tensors("output")]))
+    table.BindInputs(bind(inputs, [n for n, _ in compiled.bind_points("input")]))
+    table.BindOutputs(bind(outputs, [n for n, _ in compiled.bind_points("output")]))
     initialize_and_dispatch(device, compiled, table)
 
 
