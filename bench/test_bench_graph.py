@@ -1,0 +1,173 @@
+"""Compiled graphs (issue 18): a 50-node element-wise chain on [1024, 1024] float32 — ADD,
+MULTIPLY, RELU in turn, the binary nodes reading a second graph input — run as one compiled graph
+against the same 50 operators compiled one by one and recorded into one command list (the sum of
+the node times), and against NumPy and PyTorch doing the same 50 steps with ``out=``.
+
+The issue's target: the graph within 1.2x the sum of its node times (ratio >= 0.83 in the table:
+"nodes_one_by_one / emulator").
+
+    NUMBA_NUM_THREADS=2 python -m pytest bench/test_bench_graph.py -p no:cacheprovider -q \\
+        --benchmark-max-time=0.5 --benchmark-warmup=on --benchmark-columns=min,median,rounds
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from descriptors import *
+from emulator import Buffer, CommandList, CommandQueue, DMLCreateDevice1
+
+NODES = 50
+SIDE = 1024
+KINDS = ("add", "mul", "relu")
+
+
+def _side(scale: float) -> int:
+    return max(64, int(SIDE * scale ** 0.5))
+
+
+def _descs(shape):
+    t = tensor_desc(shape, DML_TENSOR_DATA_TYPE_FLOAT32)
+    return {"add": DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(t, t, t)),
+            "mul": DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_MULTIPLY_OPERATOR_DESC(t, t, t)),
+            "relu": DML_OPERATOR_DESC(Desc=DML_ACTIVATION_RELU_OPERATOR_DESC(t, t))}
+
+
+def _chain(device, shape):
+    """The graph: node i reads node i-1 (graph input 0 for the first) and, if binary, input 1."""
+    descs = _descs(shape)
+    kinds = [KINDS[i % 3] for i in range(NODES)]
+    ops = [device.CreateOperator(descs[k]) for k in kinds]
+    inputs = [DML_INPUT_GRAPH_EDGE_DESC(0, 0, 0)]
+    mids = []
+    for i, k in enumerate(kinds):
+        if i:
+            mids.append(DML_INTERMEDIATE_GRAPH_EDGE_DESC(i - 1, 0, i, 0))
+        if k != "relu":
+            inputs.append(DML_INPUT_GRAPH_EDGE_DESC(1, i, 1))
+    return kinds, DML_GRAPH_DESC(
+        InputCount=2, OutputCount=1, Nodes=[DML_OPERATOR_GRAPH_NODE_DESC(o) for o in ops],
+        InputEdges=inputs, IntermediateEdges=mids,
+        OutputEdges=[DML_OUTPUT_GRAPH_EDGE_DESC(NODES - 1, 0, 0)])
+
+
+@pytest.fixture(scope="module")
+def data(scale):
+    rng = np.random.default_rng(0)
+    side = _side(scale)
+    x = rng.standard_normal((side, side)).astype(np.float32)
+    b = (rng.standard_normal((side, side)) * 0.5 + 1).astype(np.float32)
+    return x, b
+
+
+def _reference(x, b):
+    y = x.copy()
+    for k in (KINDS[i % 3] for i in range(NODES)):
+        y = y + b if k == "add" else y * b if k == "mul" else np.maximum(y, 0)
+    return y
+
+
+def _binding(buf):
+    return DML_BUFFER_BINDING(Buffer=buf)
+
+
+def _run_list(device, dispatchables):
+    """(dispatchable, input buffers, output buffers, temporary) recorded into one command list,
+    initialized first."""
+    rec, queue = device.CreateCommandRecorder(), CommandQueue()
+    compiled = [d for d, _, _, _ in dispatchables]
+    init = device.CreateOperatorInitializer(compiled)
+    lst = CommandList()
+    rec.RecordDispatch(lst, init, device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+        Dispatchable=init,
+        SizeInDescriptors=init.GetBindingProperties().RequiredDescriptorCount)))
+    lst.Close()
+    queue.ExecuteCommandLists([lst])
+    lst = CommandList()
+    for d, ins, outs, temp in dispatchables:
+        table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=d, SizeInDescriptors=d.GetBindingProperties().RequiredDescriptorCount))
+        table.BindInputs([_binding(b) for b in ins])
+        table.BindOutputs([_binding(b) for b in outs])
+        if temp is not None:
+            table.BindTemporaryResource(_binding(temp))
+        rec.RecordDispatch(lst, d, table)
+    lst.Close()
+    return lambda: queue.ExecuteCommandLists([lst])
+
+
+def test_emulator(benchmark, data):
+    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    x, b = data
+    device = DMLCreateDevice1()
+    _, desc = _chain(device, x.shape)
+    compiled = device.CompileGraph(desc)
+    temp = Buffer(compiled.GetBindingProperties().TemporaryResourceSize)
+    y = np.empty_like(x)
+    run = _run_list(device, [(compiled, [x, b], [y], temp)])
+    run()
+    assert np.allclose(y, _reference(x, b), rtol=1e-5, atol=1e-5)
+    benchmark(run)
+
+
+def test_nodes_one_by_one(benchmark, data):
+    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    x, b = data
+    device = DMLCreateDevice1()
+    descs = _descs(x.shape)
+    ping, pong = np.empty_like(x), np.empty_like(x)
+    steps = []
+    src = x
+    for i in range(NODES):
+        k = KINDS[i % 3]
+        dst = ping if i % 2 == 0 else pong
+        compiled = device.CompileOperator(device.CreateOperator(descs[k]))
+        steps.append((compiled, [src, b] if k != "relu" else [src], [dst], None))
+        src = dst
+    run = _run_list(device, steps)
+    run()
+    assert np.allclose(src, _reference(x, b), rtol=1e-5, atol=1e-5)
+    benchmark(run)
+
+
+def test_numpy(benchmark, data):
+    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    x, b = data
+    ping, pong = np.empty_like(x), np.empty_like(x)
+
+    def run():
+        src = x
+        for i in range(NODES):
+            k = KINDS[i % 3]
+            dst = ping if i % 2 == 0 else pong
+            if k == "add":
+                np.add(src, b, out=dst)
+            elif k == "mul":
+                np.multiply(src, b, out=dst)
+            else:
+                np.maximum(src, 0, out=dst)
+            src = dst
+
+    benchmark(run)
+
+
+def test_torch(benchmark, data, torch):
+    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    x, b = (torch.from_numpy(a) for a in data)
+    ping, pong = torch.empty_like(x), torch.empty_like(x)
+
+    def run():
+        src = x
+        for i in range(NODES):
+            k = KINDS[i % 3]
+            dst = ping if i % 2 == 0 else pong
+            if k == "add":
+                torch.add(src, b, out=dst)
+            elif k == "mul":
+                torch.mul(src, b, out=dst)
+            else:
+                torch.clamp_min(src, 0, out=dst)
+            src = dst
+
+    benchmark(run)
