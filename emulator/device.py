@@ -359,7 +359,8 @@ class IDMLCompiledOperator(CompiledDispatchable):
         return reserve() if reserve is not None else None
 
     def execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
-                temporary: Bound | None = None, reserved: Any = None) -> None:
+                temporary: Bound | None = None, reserved: Any = None,
+                memo: dict[str, Any] | None = None) -> None:
         regions: dict[str, np.ndarray] = dict(self._owned)
         for (name, _), b in zip(self.bind_points("input"), inputs):
             if b is not None:

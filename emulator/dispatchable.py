@@ -97,4 +97,7 @@ class CompiledDispatchable(Dispatchable):
 
     @abc.abstractmethod
     def execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
-                temporary: Bound | None, reserved: Any = None) -> None: ...
+                temporary: Bound | None, reserved: Any = None,
+                memo: dict[str, Any] | None = None) -> None:
+        """Run with these bindings. ``memo``: the recorded command's own dict, where work that
+        depends only on the bindings (a graph's byte regions) is kept between executions."""

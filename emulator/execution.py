@@ -8,7 +8,7 @@ a failing call changes no buffer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .binding import Bound
@@ -28,6 +28,9 @@ class OperatorDispatch:
     inputs: tuple[Bound | None, ...]
     outputs: tuple[Bound | None, ...]
     temporary: Bound | None = None
+    # What the dispatchable works out once for these bindings (a graph's byte regions): it lives
+    # and dies with the recorded command.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def device(self) -> IDMLDevice:
@@ -54,7 +57,7 @@ class OperatorDispatch:
         return self.operator.reserve()
 
     def run(self, reserved: Any = None) -> None:
-        self.operator.execute(self.inputs, self.outputs, self.temporary, reserved)
+        self.operator.execute(self.inputs, self.outputs, self.temporary, reserved, self.memo)
 
 
 @dataclass(frozen=True)

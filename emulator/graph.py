@@ -64,6 +64,8 @@ LEVEL_GRAPHS = DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_2_1  # IDMLDevice1 (the level
 LEVEL_CONSTANTS = DML_FEATURE_LEVEL.DML_FEATURE_LEVEL_6_2  # DML_GRAPH_NODE_TYPE_CONSTANT
 ALIGN = DML_TEMPORARY_BUFFER_ALIGNMENT  # every intermediate starts on this many bytes
 WHERE = "CompileGraph"
+MAX_DESCRIPTORS = 1_000_000  # D3D12's largest shader-visible CBV/SRV/UAV heap
+NUMERIC_FORMATS = frozenset("bBhHiIlLqQefd?")  # memoryview formats whose bytes are numbers
 NT, ET = DML_GRAPH_NODE_TYPE, DML_GRAPH_EDGE_TYPE
 # A node or edge may be given as the inner struct alone: its type follows from its class.
 NODE_KINDS = {DML_OPERATOR_GRAPH_NODE_DESC: NT.DML_GRAPH_NODE_TYPE_OPERATOR,
@@ -118,7 +120,7 @@ class Constant:
     node: int
 
 
-Source = GraphInput | Value | Constant
+Source = GraphInput | Value | Constant | GraphOutput  # (a graph output read by a later node)
 Target = GraphOutput | Value
 
 
@@ -213,6 +215,10 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
     if not raw_nodes:
         raise invalid_arg(f"{WHERE}: {g}.NodeCount = 0 is invalid: a graph has at least one node")
     in_edges = _counted(desc, "InputEdges", "InputEdgeCount")
+    if n_in + n_out > MAX_DESCRIPTORS:
+        raise invalid_arg(f"{WHERE}: {g}.InputCount + OutputCount = {n_in} + {n_out} is invalid: "
+                          "a graph binds one descriptor per input and output, and a D3D12 "
+                          f"descriptor heap holds at most {MAX_DESCRIPTORS:,}")
     out_edges = _counted(desc, "OutputEdges", "OutputEdgeCount")
     mid_edges = _counted(desc, "IntermediateEdges", "IntermediateEdgeCount")
 
@@ -303,6 +309,11 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
         if nodes[n].compiled is None:
             raise invalid_arg(f"{WHERE}: {where} connects {nodes[n].label} to graph output {go}: "
                               "constant data feeds operator inputs only")
+        out_label, out_t = nodes[n].points("output")[p]
+        if out_t is None:
+            raise invalid_arg(f"{WHERE}: {where} connects {nodes[n].label} output {p} "
+                              f"({out_label}), which the operator's desc leaves null, to graph "
+                              f"output {go}")
         if go in graph_out:
             raise invalid_arg(f"{WHERE}: {where}: graph output {go} already takes "
                               f"{nodes[graph_out[go][0]].label} output {graph_out[go][1]}; a "
@@ -364,7 +375,8 @@ def _edge_list(kind: DML_GRAPH_EDGE_TYPE, expected: DML_GRAPH_EDGE_TYPE, where: 
 
 def _constant_bytes(inner: Any, where: str) -> np.ndarray:
     data = inner.Data
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    if isinstance(data, (bytes, bytearray)) or (
+            isinstance(data, memoryview) and data.format in NUMERIC_FORMATS):
         raw = np.frombuffer(bytes(data), np.uint8)
     elif isinstance(data, np.ndarray) and data.dtype.kind in "biufc":
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
@@ -372,7 +384,7 @@ def _constant_bytes(inner: Any, where: str) -> np.ndarray:
         raise invalid_arg(f"{WHERE}: {where}.Data = {show(data)} is invalid: must be bytes or a "
                           "numpy array of numbers")
     size = raw.size if inner.DataSize is None else \
-        to_int(inner.DataSize, f"{where}.DataSize", "UINT64", 1, raw.size,
+        to_int(inner.DataSize, f"{WHERE}: {where}.DataSize", "UINT64", 1, raw.size,
                f"must be at least 1 and at most the {raw.size} bytes Data holds")
     if size == 0:
         raise invalid_arg(f"{WHERE}: {where}.Data is empty: a constant node holds at least one "
@@ -495,7 +507,6 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         self.flags = flags
         self._initialized = False
         self._owned_inputs: dict[int, np.ndarray] = {}
-        self._regions: dict[tuple[int, int, int], tuple[Any, Any, Any, Any]] = {}
         self.nodes = nodes
         self.order = order
         step_of = {n: s for s, n in enumerate(order)}
@@ -532,6 +543,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
                 src = sources[(n, p)][1]
                 if not isinstance(src, GraphInput):
                     src = Constant(src[0]) if nodes[src[0]].compiled is None else \
+                        GraphOutput(to_graph[src]) if src in to_graph else \
                         self.values[value_of[src]]
                 ins.append((label, src))
             outs: list[tuple[str, Target]] = []
@@ -556,14 +568,11 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
             padded = np.zeros(size, np.uint8)
             padded[:data.size] = data
             self._constants[src[0]] = padded
-        self._inputs = [(_edge_name(in_edges, "GraphInputIndex", gi, f"input{gi}"), t)
-                        for gi, t in enumerate(graph_inputs)]
-        self._outputs: list[tuple[str, Tensor | None]] = []
-        for go in range(n_out):
-            n, p = graph_out[go]
-            t = nodes[n].points("output")[p][1]
-            self._outputs.append((_edge_name(out_edges, "GraphOutputIndex", go, f"output{go}"),
-                                  t))
+        in_names = _labels(in_edges, "GraphInputIndex", len(graph_inputs), "input")
+        self._inputs = list(zip(in_names, graph_inputs))
+        out_names = _labels(out_edges, "GraphOutputIndex", n_out, "output")
+        self._outputs = [(out_names[go], nodes[graph_out[go][0]].points("output")[
+            graph_out[go][1]][1]) for go in range(n_out)]
 
     @property
     def name(self) -> str:
@@ -573,7 +582,12 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         return self._inputs if kind == "input" else self._outputs
 
     def _in_place(self) -> bool:
-        return False  # nodes write outputs while others still read the inputs
+        """A one-node graph runs in place as its operator does; with more nodes, an output may
+        be written while another node still reads the input it overlaps."""
+        if len(self.steps) != 1:
+            return False
+        op = self.steps[0].node.compiled
+        return op is not None and op._in_place()
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
@@ -605,6 +619,8 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
                     r[label] = owned if owned is not None else b.region()  # type: ignore[union-attr]
                 elif isinstance(src, Constant):
                     r[label] = self._constants[src.node]
+                elif isinstance(src, GraphOutput):  # written by an earlier step
+                    r[label] = outputs[src.index].region()  # type: ignore[union-attr]
                 else:
                     r[label] = arena[src.offset:src.offset + src.size]
             for label, dst in s.outputs:
@@ -616,19 +632,17 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         return out
 
     def execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
-                temporary: Bound | None = None, reserved: Any = None) -> None:
+                temporary: Bound | None = None, reserved: Any = None,
+                memo: dict[str, Any] | None = None) -> None:
         from .kernels.jit import compiling_for, launch_guard
 
-        key = (id(inputs), id(outputs), id(temporary))
-        hit = self._regions.get(key)
-        if hit is None or hit[0] is not inputs or hit[1] is not outputs or hit[2] is not temporary:
-            # Worked out once per recorded dispatch (the command keeps these tuples), so a
-            # dispatch is only the loop of plan calls below.
-            hit = (inputs, outputs, temporary, self.regions(inputs, outputs, temporary))
-            if len(self._regions) >= 16:
-                self._regions.pop(next(iter(self._regions)))
-            self._regions[key] = hit
-        regions = hit[3]
+        # Worked out once per recorded dispatch (the command's memo), so a dispatch is only the
+        # loop of plan calls below.
+        regions = memo.get("regions") if memo is not None else None
+        if regions is None:
+            regions = self.regions(inputs, outputs, temporary)
+            if memo is not None:
+                memo["regions"] = regions
         scratch = reserved if reserved is not None else [None] * len(self.steps)
         with launch_guard():
             for s, r, extra in zip(self.steps, regions, scratch):
@@ -659,13 +673,21 @@ def single_node_graph(op: IDMLOperator) -> Any:
                      for k, (i, label) in enumerate(present)])
 
 
-def _edge_name(edges: list[Any], field: str, index: int, default: str) -> str:
-    """A graph input's or output's label in messages: the first edge's Name, else inputN."""
+def _labels(edges: list[Any], field: str, count: int, default: str) -> list[str]:
+    """Each graph input's or output's bind-point label: its first edge's Name, else inputN /
+    outputN; a label that two of them would share takes its index too, so labels stay unique
+    (``execute_graph`` accepts a mapping by label)."""
+    names: dict[int, str] = {}
     for e in edges:
         inner = e.Desc if isinstance(e, DML_GRAPH_EDGE_DESC) else e
-        if getattr(inner, field, None) == index and getattr(inner, "Name", None):
-            return str(inner.Name)
-    return default
+        index, name = getattr(inner, field, None), getattr(inner, "Name", None)
+        if isinstance(index, int) and name and index not in names:
+            names[index] = str(name)
+    labels = [names.get(i, f"{default}{i}") for i in range(count)]
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    return [f"{label}#{i}" if seen[label] > 1 else label for i, label in enumerate(labels)]
 
 
 __all__ = ["IDMLCompiledGraph", "compile_graph", "place", "single_node_graph"]

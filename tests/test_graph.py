@@ -325,6 +325,9 @@ def reject_cases(device):
     owned = device.CreateOperator(add(b=t(flags=DML_TENSOR_FLAG_OWNED_BY_DML)))
     big = device.CreateOperator(relu(t((1, 1, 16, 32))))
     g_op = device.CreateOperator(gemm())
+    pool = device.CreateOperator(op_desc(DML_MAX_POOLING1_OPERATOR_DESC(  # indices left null
+        InputTensor=t(), OutputTensor=t((1, 1, 8, 8)), DimensionCount=2, Strides=[2, 2],
+        WindowSize=[2, 2], StartPadding=[0, 0], EndPadding=[0, 0])))
     other = DMLCreateDevice1().CreateOperator(relu())
     const = DML_GRAPH_NODE_DESC(Type=DML_GRAPH_NODE_TYPE_CONSTANT,
                                 Desc=DML_CONSTANT_DATA_GRAPH_NODE_DESC(Data=b"\0" * 16,
@@ -391,6 +394,10 @@ def reject_cases(device):
                                      [out(0, 0, 0)]), "holds 16 bytes"),
         "constant unconnected": (graph([node(r[0]), const], [inp(0, 0, 0)], [], [out(0, 0, 0)]),
                                  "connected to nothing"),
+        "graph output from a null output": (graph([node(pool)], [inp(0, 0, 0)], [],
+                                                  [out(0, 0, 0), out(0, 1, 1)]), "leaves null"),
+        "InputCount beyond any meaning": (graph(one, [inp(0, 0, 0)], [], [out(0, 0, 0)],
+                                                n_in=2**32 - 1), "descriptor heap"),
     }
 
 
@@ -461,3 +468,65 @@ def test_dxdispatch_compiles_dml_compile_graph_dispatchables_as_graphs(tmp_path)
         outputs[compile_type] = out.getvalue()
     assert outputs["DmlCompileGraph"] == outputs["DmlCompileOp"]
     assert "Resource 'output': " in outputs["DmlCompileOp"]
+
+
+def test_a_graph_output_may_also_feed_later_nodes(device):
+    r0, r1 = device.CreateOperator(relu()), device.CreateOperator(relu())
+    a = device.CreateOperator(add())
+    desc = graph([node(r0), node(r1), node(a)], [inp(0, 0, 0)],
+                 [mid(0, 0, 1, 0), mid(0, 0, 2, 0), mid(1, 0, 2, 1)], [out(0, 0, 0), out(2, 0, 1)])
+    compiled = device.CompileGraph(desc)
+    assert compiled.GetBindingProperties().TemporaryResourceSize == NBYTES  # r1's result only
+    x = rand(np.random.default_rng(12))
+    y0, y1 = device.execute_graph(desc, [x])
+    assert y0.tobytes() == np.maximum(x, 0).tobytes()
+    assert y1.tobytes() == (2 * np.maximum(x, 0)).tobytes()
+
+
+def test_a_one_node_graph_runs_in_place_as_its_operator_does(device):
+    """RELU runs in place; so does its one-node graph (DxDispatch models bind one resource to
+    both). With two nodes an input may not overlap an output."""
+    from emulator.graph import single_node_graph
+
+    x = rand(np.random.default_rng(13))
+    buf = Buffer.from_array(x)
+    for nodes, ok in ((1, True), (2, False)):
+        ops = [device.CreateOperator(relu()) for _ in range(nodes)]
+        desc = single_node_graph(ops[0]) if nodes == 1 else graph(
+            [node(o) for o in ops], [inp(0, 0, 0)], [mid(0, 0, 1, 0)], [out(1, 0, 0)])
+        compiled = device.CompileGraph(desc)
+        init = device.CreateOperatorInitializer([compiled])
+        rec, queue = device.CreateCommandRecorder(), CommandQueue()
+        cl = CommandList()
+        rec.RecordDispatch(cl, init, device.CreateBindingTable(DML_BINDING_TABLE_DESC(
+            Dispatchable=init, SizeInDescriptors=4)))
+        table = device.CreateBindingTable(DML_BINDING_TABLE_DESC(Dispatchable=compiled,
+                                                                 SizeInDescriptors=4))
+        table.BindInputs([DML_BUFFER_BINDING(Buffer=buf)])
+        table.BindOutputs([DML_BUFFER_BINDING(Buffer=buf)])
+        temp = compiled.GetBindingProperties().TemporaryResourceSize
+        if temp:
+            table.BindTemporaryResource(DML_BUFFER_BINDING(Buffer=Buffer(temp)))
+        if not ok:
+            with pytest.raises(DMLError, match="does not support in-place"):
+                rec.RecordDispatch(cl, compiled, table)
+            continue
+        rec.RecordDispatch(cl, compiled, table)
+        cl.Close()
+        queue.ExecuteCommandLists([cl])
+        assert buf.numpy(np.float32).tobytes() == np.maximum(x, 0).tobytes()
+
+
+def test_bind_point_labels_stay_unique(device):
+    a = device.CreateOperator(add())
+    desc = DML_GRAPH_DESC(InputCount=2, OutputCount=1, Nodes=[DML_OPERATOR_GRAPH_NODE_DESC(a)],
+                          InputEdges=[DML_INPUT_GRAPH_EDGE_DESC(0, 0, 0, "x"),
+                                      DML_INPUT_GRAPH_EDGE_DESC(1, 0, 1, "x")],
+                          OutputEdges=[DML_OUTPUT_GRAPH_EDGE_DESC(0, 0, 0)])
+    labels = [n for n, _ in device.CompileGraph(desc).bind_points("input")]
+    assert labels == ["x#0", "x#1"]
+    ones = np.ones(SHAPE, np.float32)
+    with pytest.raises(DMLError):
+        device.execute_graph(desc, {"x": ones})
+    [y] = device.execute_graph(desc, {"x#0": ones, "x#1": 2 * ones})
+    assert (y == 3).all()
