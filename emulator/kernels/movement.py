@@ -116,7 +116,7 @@ def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, sta
 
 @kernel
 def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, index_strides, n, upd_step,
-                  index_step, indices, size, stride):  # pragma: no cover
+                  index_step, indices, size, stride, wrap):  # pragma: no cover
     """For every line (a coordinate of ``sizes``: all dimensions but the scatter axis), its
     ``n`` updates in order: ``dst[line·dst_strides + position·stride] = upd[line·upd_strides +
     j·upd_step]``, the position read from the index tensor at ``line·index_strides +
@@ -130,13 +130,13 @@ def scatter_lines(dst, upd, sizes, dst_strides, upd_strides, index_strides, n, u
     for line in prange(lines):
         d, u, t, _ = offsets4(line, sizes, dst_strides, upd_strides, index_strides, index_strides)
         for j in range(n):
-            p = _position(indices[np.uint64(t + j * index_step)], size)
+            p = _position(indices[np.uint64(t + j * index_step)], size, wrap)
             if p >= 0:
                 dst[np.uint64(d + p * stride)] = upd[np.uint64(u + j * upd_step)]
 
 
 @kernel
-def index_table(indices, base, sizes, strides, size, stride, table):  # pragma: no cover
+def index_table(indices, base, sizes, strides, size, stride, wrap, table):  # pragma: no cover
     """``table[k] = position · stride`` for the k-th index (row-major over ``sizes``; read at
     ``base + k·strides``): a negative value of a signed type counts from the end; a position
     outside [0, size) gives FILL."""
@@ -155,13 +155,13 @@ def index_table(indices, base, sizes, strides, size, stride, table):  # pragma: 
         at = np.uint64(offset)
         out = np.uint64(row * inner)
         for j in range(np.uint64(inner)):
-            p = _position(indices[at + j * step], size)
+            p = _position(indices[at + j * step], size, wrap)
             table[out + j] = p * stride if p >= 0 else FILL
 
 
 @kernel
 def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides, indices,
-                 size, stride, stream, groups):  # pragma: no cover
+                 size, stride, wrap, stream, groups):  # pragma: no cover
     """``dst[c] = src[c·src_strides + position(c)·stride]``, the position read from the index
     tensor at ``c·index_strides`` (a negative value of a signed type counts from the end; one
     outside [0, size) writes the fill value): every gather. GATHER and GATHER_ELEMENTS pass
@@ -193,7 +193,7 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
             tu = np.uint64(t + j0 * index_strides[rank - 1])
             n = np.uint64(min(inner, j0 + CHUNK) - j0)
             if il == 0:  # one index for the whole row (GATHER's rows): a plain copy
-                p = _position(indices[tu], size)
+                p = _position(indices[tu], size, wrap)
                 if p < 0:
                     for j in range(n):
                         dst[du + j * dl] = fv
@@ -209,12 +209,12 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
                 # an index outside reads position 0 (always in the tensor) and writes the fill,
                 # so the loop vectorises into gathers.
                 for j in range(n):
-                    p = _position(indices[tu + j], size)
+                    p = _position(indices[tu + j], size, wrap)
                     v = src[su + j * sl + np.uint64(max(p, 0) * stride)]
                     dst[du + j] = v if p >= 0 else fv
             else:
                 for j in range(n):
-                    p = _position(indices[tu + j * il], size)
+                    p = _position(indices[tu + j * il], size, wrap)
                     if p < 0:
                         dst[du + j * dl] = fv
                     else:
@@ -224,11 +224,18 @@ def gather_index(src, dst, fill, sizes, src_strides, dst_strides, index_strides,
 
 
 @inline
-def _position(v, size):  # pragma: no cover
-    """An index value's position along an axis of ``size``, or -1 outside."""
+def _position(v, size, wrap):  # pragma: no cover
+    """An index value's position along an axis of ``size``, or -1 outside. Index tensors arrive
+    as signed integers of their width (one compiled kernel serves a signed and an unsigned type);
+    ``wrap`` says what a negative value is: 0, a signed index counting from the end; 2**32, a
+    UINT32 index above 2**31 (its value is v + 2**32); -1, a UINT64 index of 2**63 or more,
+    outside any axis."""
     p = np.int64(v)
-    if v < 0:
-        p += size
-    elif np.uint64(v) >= np.uint64(size):  # (a huge unsigned value stays outside)
-        p = -1
+    if p < 0:
+        if wrap == 0:
+            p += size
+        elif wrap > 0:
+            p += wrap
+        else:
+            p = -1
     return p if 0 <= p < size else np.int64(-1)

@@ -217,6 +217,19 @@ class MovePlan:
             m.run(regions)
 
 
+def signed_indices(region: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int]:
+    """An index tensor's bytes as signed integers of its width, and the kernels' ``wrap`` (how
+    to read a negative value; kernels/movement.py ``_position``): one compiled index kernel per
+    width serves both signednesses, halving the signatures a cold cache compiles."""
+    from ..resources import typed_view
+
+    dt = np.dtype(dtype)
+    if dt.kind != "u":
+        return typed_view(region, dt), 0
+    bits = 8 * dt.itemsize
+    return typed_view(region, np.dtype(f"int{bits}")), (1 << bits) if bits < 64 else -1
+
+
 def offset_table(index: Tensor, region: np.ndarray, size: int, stride: int,
                  tuple_part: int | None = None) -> np.ndarray:
     """The element offsets (position · stride) of an index tensor's values along an axis of
@@ -225,15 +238,15 @@ def offset_table(index: Tensor, region: np.ndarray, size: int, stride: int,
     still outside [0, size) gives FILL (docs/decisions.md). ``tuple_part``: read only component
     k of the index tuples along the tensor's last dimension (the ND operators)."""
     from ..kernels.movement import index_table
-    from ..resources import typed_view
 
     sizes, strides, base = index.sizes, index.strides, 0
     if tuple_part is not None:
         sizes, strides = sizes[:-1] or (1,), strides[:-1] or (0,)
         base = tuple_part * index.strides[-1]
     table = np.empty(int(np.prod(sizes)), np.int64)
-    index_table(typed_view(region, index.dtype), base, np.asarray(sizes, np.int64),
-                np.asarray(strides, np.int64), size, stride, table)
+    indices, wrap = signed_indices(region, index.dtype)
+    index_table(indices, base, np.asarray(sizes, np.int64), np.asarray(strides, np.int64), size,
+                stride, wrap, table)
     return table
 
 
@@ -278,18 +291,17 @@ class GatherPlan:
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from ..kernels.movement import gather_index
-        from ..resources import typed_view
 
         region = regions[self.index_name]
         if self.tuples:  # one element offset per tuple: positions along a unit stride
             indices = tuple_table(self.index, region, self.axes)
             indices[indices < 0] = OUTSIDE
-            size, stride = OUTSIDE, 1
+            size, stride, wrap = OUTSIDE, 1, 0
         else:  # one index per element: the index tensor itself, read in the kernel
-            indices = typed_view(region, self.index.dtype)
+            indices, wrap = signed_indices(region, self.index.dtype)
             size, stride = self.axes[0]
         dst = element_view(regions[self.dst], self.element_size)
         gather_index(element_view(regions[self.src], self.element_size), dst,
                      np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
-                     self.tab_strides, indices, size, stride,
+                     self.tab_strides, indices, size, stride, wrap,
                      int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES, work_items())

@@ -44,7 +44,15 @@ from ..plan import element_view
 from ..resources import typed_view
 from ..validation import Tensor, packed_strides
 from . import references as ref
-from .plan import GatherPlan, IndexMap, MovePlan, affine, tuple_table, work_items
+from .plan import (
+    GatherPlan,
+    IndexMap,
+    MovePlan,
+    affine,
+    signed_indices,
+    tuple_table,
+    work_items,
+)
 
 OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
@@ -375,11 +383,11 @@ def scatter_along(regions: Mapping[str, np.ndarray], axis: int, idx: Tensor, out
     def pick(values: Sequence[int]) -> np.ndarray:
         return np.array([values[d] for d in others], np.int64)
 
+    indices, wrap = signed_indices(regions["IndicesTensor"], idx.dtype)
     scatter_lines(element_view(regions["OutputTensor"], out.element_size), updates,
                   pick(idx.sizes), pick(out.strides), pick(update_strides), pick(idx.strides),
-                  idx.sizes[axis], update_strides[axis], idx.strides[axis],
-                  typed_view(regions["IndicesTensor"], idx.dtype), out.sizes[axis],
-                  out.strides[axis])
+                  idx.sizes[axis], update_strides[axis], idx.strides[axis], indices,
+                  out.sizes[axis], out.strides[axis], wrap)
 
 
 @dataclass(frozen=True, eq=False)
@@ -505,7 +513,7 @@ class ReversePlan:
                      np.asarray(out.sizes, np.int64), np.asarray(src, np.int64),
                      np.asarray(out.strides, np.int64),
                      np.asarray(packed_strides(positions.shape), np.int64), positions.ravel(),
-                     n, x.strides[axis], False, work_items())
+                     n, x.strides[axis], 0, False, work_items())
 
 
 def reverse_subsequences_reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]
@@ -592,7 +600,6 @@ class ScatterNDPlan:
     values: SimpleNamespace
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..resources import typed_view
 
         v = self.values
         out, idx, upd = v.OutputTensor, v.IndicesTensor, v.UpdatesTensor

@@ -86,7 +86,7 @@ class UnfoldPlan:
         dst = element_view(regions["OutputTensor"], self.element_size)
         gather_index(element_view(regions["InputTensor"], self.element_size), dst,
                      np.zeros(1, dst.dtype), self.sizes, self.src_strides, self.dst_strides,
-                     self.tab_strides, self.table, OUTSIDE, 1,
+                     self.tab_strides, self.table, OUTSIDE, 1, 0,
                      int(np.prod(self.sizes)) * self.element_size >= STREAM_BYTES, work_items())
 
 
