@@ -298,6 +298,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             entry["unsupported"] = str(model.unsupported_dispatchables[name])
         else:
             d = model.dispatchables[name]
+            if d.serialized is not None:
+                ok &= _check_serialized(d, entry, level)
+                results.append(entry)
+                continue
             entry["operator"] = short_name(d.operator)
             lowest = min_feature_level(d.desc)
             if d.as_graph:  # a one-node graph: CompileGraph is IDMLDevice1's, from 2_1
@@ -329,6 +333,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"{r['dispatchable']}: {r['operator']} is valid from "
                       f"DML_FEATURE_LEVEL_{r['min_feature_level']}"
                       + (" as a one-node graph (CompileGraph)" if "compile" in r else "")
+                      + (f" as a serialized graph ({r['graph']})" if "graph" in r else "")
                       + ("" if r["executable"] else " (validation only: not yet executable here"
                          + (f": {r['not_executable']})" if "not_executable" in r else ")")))
             elif "unsupported" in r:
@@ -336,6 +341,44 @@ def cmd_check(args: argparse.Namespace) -> int:
             else:
                 print(f"{r['dispatchable']}: invalid at every feature level: {r['error']}")
     return 0 if ok else EXIT_INVALID
+
+
+def _check_serialized(d: Any, entry: dict[str, Any], level: Any) -> bool:
+    """A dmlSerializedGraph dispatchable: the lowest level at which every operator node and the
+    graph itself (CompileGraph: 2_1; inline constant data: 6_2) are valid."""
+    from .graph import LEVEL_CONSTANTS
+    from .serialized import operator_descs
+
+    graph = d.serialized
+    where = f"dispatchables.{d.name}"
+    descs = operator_descs(graph, where)
+    names = list(dict.fromkeys(short_name(x.Type) for x in descs))
+    entry["operator"] = ", ".join(names)
+    constants = sum(n.operator is None for n in graph.nodes)
+    entry["graph"] = (f"{len(descs)} operator node{'s' * (len(descs) != 1)}, {constants} "
+                      f"constant{'s' * (constants != 1)}")
+    levels = [min_feature_level(x) for x in descs]
+    known = [lv for lv in levels if lv is not None]
+    floor = [LEVEL_GRAPHS] + ([LEVEL_CONSTANTS] if any(n.constant_data is not None
+                                                       for n in graph.nodes) else [])
+    lowest = max(floor + known) if len(known) == len(levels) else None
+    entry["min_feature_level"] = short_level(lowest) if lowest else None
+    reasons = [] if lowest is None else [
+        why for x in descs
+        for why in [REGISTRY[x.Type].not_executable_because(validate_operator(x, lowest)[1])
+                    if REGISTRY[x.Type].executable else "it has no CPU kernel yet"] if why]
+    entry["executable"] = lowest is not None and not reasons
+    if reasons:
+        entry["not_executable"] = reasons[0]
+    if lowest is None:
+        bad = next(x for x, lv in zip(descs, levels) if lv is None)
+        try:
+            validate_operator(bad, level)
+            entry["error"] = "invalid at every feature level"
+        except DMLError as e:
+            entry["error"] = str(e)
+        return False
+    return True
 
 
 def device_info(level: Any = None) -> dict[str, Any]:

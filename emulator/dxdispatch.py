@@ -72,6 +72,10 @@ from .errors import DMLError
 from .execution import CommandList, CommandQueue
 from .graph import single_node_graph
 from .resources import Buffer
+from .serialized import Compiled as SerializedCompiled
+from .serialized import SerializedGraph
+from .serialized import read as read_serialized
+from .serialized import to_graph as serialized_to_graph
 
 DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
 DML_SIZE_2D = GENERIC_STRUCTS["DML_SIZE_2D"]
@@ -83,8 +87,6 @@ OTHER_DISPATCHABLES = {
             "DirectML: it runs DirectML operators only",
     "onnx": "'onnx' dispatchables (ONNX models, run by ONNX Runtime) are not supported by a CPU "
             "emulator of DirectML: it runs DirectML operators only",
-    "dmlSerializedGraph": "'dmlSerializedGraph' dispatchables (serialized DirectML graphs) are "
-                          "not supported by dml-emulator: it runs single DirectML operators",
 }
 LIST_INITIALIZER = ("list initializers (initialValuesDataType UNKNOWN: typed values for an HLSL "
                     "constant buffer) are not supported by a CPU emulator of DirectML")
@@ -289,6 +291,8 @@ INITIALIZER_KEYS = {"valueCount", "value", "valueStart", "valueDelta", "sourcePa
 # dmlCompileType: DmlCompileOp (CompileOperator) or DmlCompileGraph (the operator as a one-node
 # graph through CompileGraph, as DxDispatch builds it: needs DML_FEATURE_LEVEL_2_1).
 DISPATCHABLE_KEYS = {"type", "desc", "Desc", "executionFlags", "bindings", "dmlCompileType"}
+# dmlSerializedGraph: a partition file of ONNX Runtime's DirectML provider (emulator/serialized.py)
+SERIALIZED_KEYS = {"type", "sourcePath", "executionFlags", "bindings"}
 BINDING_KEYS = {"name", "elementOffset", "elementCount"}
 COMMAND_KEYS = {"dispatch": {"type", "dispatchable", "bindings", "threadGroupCount"},
                 "print": {"type", "resource", "verbose"},
@@ -764,17 +768,34 @@ Bindings = dict[str, "BindingSource | list[BindingSource]"]
 class Dispatchable:
     name: str
     operator: DML_OPERATOR_TYPE
-    desc: DML_OPERATOR_DESC
+    desc: DML_OPERATOR_DESC | None  # None: a serialized graph
     flags: DML_EXECUTION_FLAGS
     init_bindings: Any  # the raw object; parse_model turns it into Bindings
     as_graph: bool = False  # dmlCompileType DmlCompileGraph
     operator_object: IDMLOperator | None = None
     compiled: IDMLCompiledOperator | None = None
     temporary: Buffer | None = None  # a compiled graph's temporary resource
+    # A dmlSerializedGraph dispatchable: the partition's records, its file, and (once compiled)
+    # the graph with its bind-point names and constants.
+    serialized: SerializedGraph | None = None
+    source: Path | None = None
+    graph: SerializedCompiled | None = None
+    keep: list[Any] = field(default_factory=list)  # constant buffers, alive while it runs
 
     @property
     def schema(self) -> OperatorSchema:
         return SCHEMA[self.operator]
+
+    def bind_point_names(self) -> list[str]:
+        """What a binding may name: the operator's tensor fields, or a serialized graph's inputs
+        and outputs (its constants are bound from their files)."""
+        if self.serialized is not None:
+            return [n for n in self.serialized.input_names + self.serialized.output_names if n]
+        return [f.name for f in self.schema.fields if f.is_tensor]
+
+    @property
+    def kind(self) -> str:
+        return "the serialized graph" if self.serialized is not None else self.schema.struct_name
 
 
 def load_dispatchable(name: str, spec: Any) -> Dispatchable:
@@ -910,7 +931,11 @@ class _Parser:
         names = list(_object(doc["dispatchables"], "dispatchables"))
         for n in names:
             try:
-                dispatchables[n] = load_dispatchable(n, doc["dispatchables"][n])
+                spec = doc["dispatchables"][n]
+                if isinstance(spec, dict) and spec.get("type") == "dmlSerializedGraph":
+                    dispatchables[n] = self.serialized_graph(n, spec)
+                else:
+                    dispatchables[n] = load_dispatchable(n, spec)
             except UnsupportedError as e:
                 unsupported[n] = e
         self.dispatchables, self.others = dispatchables, unsupported
@@ -922,6 +947,23 @@ class _Parser:
         parsed = [self.command(i, c) for i, c in enumerate(commands)]
         return Model(self.path, self.options, resources, dispatchables, unsupported, names,
                      parsed, self.budget)
+
+    def serialized_graph(self, name: str, spec: dict) -> Dispatchable:
+        """A dmlSerializedGraph dispatchable: ONNX Runtime's partition file (``sourcePath``, beside
+        its constants' ``<name>.bin`` files), read now: its names are the bind points."""
+        where = f"dispatchables.{_key(name)}"
+        _no_unknown(spec, SERIALIZED_KEYS, where, "a dmlSerializedGraph dispatchable")
+        if "sourcePath" not in spec:
+            raise ModelError(f"{where}: sourcePath is required")
+        path = self.input_path(spec["sourcePath"], f"{where}.sourcePath")
+        data = read_regular_file(path, f"{where}.sourcePath", "the serialized graph",
+                                 self.budget)
+        records = read_serialized(data, f"{where}: {path.name}")
+        flags = _flags(DML_EXECUTION_FLAGS, spec.get("executionFlags", []),
+                       f"{where}.executionFlags")
+        bindings = _object(spec.get("bindings", {}), f"{where}.bindings")
+        return Dispatchable(name, DML_OPERATOR_TYPE.DML_OPERATOR_INVALID, None, flags, bindings,
+                            True, serialized=records, source=path)
 
     # resources ----------------------------------------------------------------------------------
     def resource(self, name: str, spec: Any) -> ResourceSpec:
@@ -1071,11 +1113,11 @@ class _Parser:
     def bindings(self, value: Any, where: str, d: Dispatchable | None) -> Bindings:
         obj = _object(value, where)
         if d is not None:
-            points = [f.name for f in d.schema.fields if f.is_tensor]
+            points = d.bind_point_names()
             for point in obj:
                 if point not in points:
                     raise ModelError(f"{where}.{_key(point)}: not a bind point of "
-                                     f"{d.schema.struct_name}{_suggestion(point, points)} "
+                                     f"{d.kind}{_suggestion(point, points)} "
                                      "(bind points: " + ", ".join(points) + ")")
         out: Bindings = {}
         for point, src in obj.items():
@@ -1284,12 +1326,24 @@ class Runner:
         """One DML_BINDING_DESC per bind point of the compiled operator (None: nothing bound). A
         tensor array (JOIN's InputTensors) has one bind point per tensor, each bound to the
         matching entry of the binding's list, as DxDispatch flattens them."""
-        assert d.operator_object is not None
-        validated = d.operator_object.validated
-
         def buffer(src: BindingSource) -> Any:
             return DML_BINDING_DESC(Type=DML_BINDING_TYPE.DML_BINDING_TYPE_BUFFER,
                                     Desc=self._binding(src))
+
+        if d.graph is not None:  # a serialized graph: bound by its input and output names
+            def named(name: str) -> Any:
+                src = bindings.get(name)
+                if isinstance(src, list):
+                    raise ModelError(f"bindings.{_key(name)}: a graph input or output takes one "
+                                     "binding, not an array")
+                return None if src is None else buffer(src)
+
+            constants = set(d.graph.constants)
+            return ([None if i in constants else named(n)
+                     for i, n in enumerate(d.graph.input_names)],
+                    [named(n) for n in d.graph.output_names])
+        assert d.operator_object is not None
+        validated = d.operator_object.validated
 
         def points(f: Field) -> list[Any]:
             src = bindings.get(f.name)
@@ -1331,6 +1385,12 @@ class Runner:
         """Create, compile and initialize every dispatchable (OWNED_BY_DML inputs bound here)."""
         for d in self.model.dispatchables.values():
             t0 = time.perf_counter()
+            if d.serialized is not None:
+                self._prepare_serialized(d)
+                if self.timing.verbosity >= 1:
+                    ms = (time.perf_counter() - t0) * 1e3
+                    print(f"Initialize '{d.name}': {ms:.4f} ms", file=self.out)
+                continue
             d.operator_object = self.device.CreateOperator(d.desc)
             d.compiled = self.device.CompileGraph(single_node_graph(d.operator_object), d.flags) \
                 if d.as_graph else self.device.CompileOperator(d.operator_object, d.flags)
@@ -1346,6 +1406,32 @@ class Runner:
             if self.timing.verbosity >= 1:
                 ms = (time.perf_counter() - t0) * 1e3
                 print(f"Initialize '{d.name}': {ms:.4f} ms", file=self.out)
+
+    def _prepare_serialized(self, d: Dispatchable) -> None:
+        """Compile a serialized graph and bind its named constants once, at initialization."""
+        assert d.serialized is not None and d.source is not None
+        folder, where = d.source.parent, f"dispatchables.{_key(d.name)}"
+
+        def load(name: str) -> bytes:
+            path = folder / f"{name}.bin"
+            return read_regular_file(path, f"{where}: constant {_show(name)}", "the constant",
+                                     self.model.budget)
+
+        d.graph = serialized_to_graph(self.device, d.serialized, load, f"{where}: "
+                                      f"{d.source.name}")
+        d.compiled = self.device.CompileGraph(d.graph.desc, d.flags)
+        temporary = d.compiled.GetBindingProperties().TemporaryResourceSize
+        d.temporary = Buffer(temporary) if temporary else None
+        init = self.device.CreateOperatorInitializer([d.compiled])
+        table = self._table(init)
+        if d.graph.constants:
+            d.keep = [Buffer.from_array(np.frombuffer(b, np.uint8)) for b in
+                      d.graph.constants.values()]
+            by_index = dict(zip(d.graph.constants, d.keep))
+            table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
+                DML_BUFFER_BINDING(Buffer=by_index.get(i)) for i in
+                range(len(d.graph.input_names))])])
+        self.queue.ExecuteCommandLists([self._record(init, table)])
 
     def run(self) -> None:
         self.prepare()

@@ -116,6 +116,10 @@ COMPUTE_MODELS = {
     # Ones {32, 32} x ones (B owned by DML, bound at initialization; compiled as a graph):
     # every element 32 (no C, so Beta is ignored).
     "dml_gemm_graph": "Resource 'output': " + ", ".join(["32"] * 1024) + "\n",
+    # ONNX Runtime's partition: MatMul + Add fused into one GEMM, B (5 x 5 of 1.5) and C (five
+    # 1.0) read from matmul_add/*.bin at initialization: 5 x 1.5 x 1.5 + 1 each.
+    "dmlSerializedGraph_matmul_add": "Resource 'model_output': 12.25, 12.25, 12.25, 12.25, "
+                                     "12.25\n",
     # 27 ones, each 2 x 2 x 2 window (8 ones) times 0.5.
     "dml_convolution_3d": "Resource 'output': 4, 4, 4, 4, 4, 4, 4, 4\n",
     # A bidirectional RNN of one step from H = 0, so H = ELU(X[b] . W[d, j]): X[b] = 4b+1..4b+4,
@@ -467,8 +471,8 @@ UPSTREAM_CHECK = {
     "hlsl_add_fp32": "add: not checked: dispatchables.add.type: 'hlsl'",
     "onnx_gemm": "gemm: not checked: dispatchables.gemm.type: 'onnx'",
     "onnx_dynamic_shapes": "concat: not checked: dispatchables.concat.type: 'onnx'",
-    "dmlSerializedGraph_matmul_add": "matmul_add: not checked: dispatchables.matmul_add.type: "
-                                     "'dmlSerializedGraph'",
+    "dmlSerializedGraph_matmul_add": "matmul_add: GEMM is valid from DML_FEATURE_LEVEL_2_1 as a "
+                                     "serialized graph (1 operator node, 2 constants)",
 }
 
 

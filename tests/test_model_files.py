@@ -420,9 +420,6 @@ def test_inline_values_are_built_without_python_lists(capsys, tmp_path):
                       "are not supported by a CPU emulator of DirectML"),
     ("onnx_gemm", "dispatchables.gemm.type: 'onnx' dispatchables (ONNX models, run by ONNX "
                   "Runtime) are not supported by a CPU emulator of DirectML"),
-    ("dmlSerializedGraph_matmul_add", "dispatchables.matmul_add.type: 'dmlSerializedGraph' "
-                                      "dispatchables (serialized DirectML graphs) are not "
-                                      "supported by dml-emulator"),
 ])
 def test_unsupported_parts_of_the_format(capsys, model, message):
     one_line_error(*cli(capsys, "run", UPSTREAM / f"{model}.json"), message)
@@ -643,3 +640,49 @@ def test_a_tensor_array_binds_one_source_per_tensor(capsys, tmp_path):
     model["commands"][0]["bindings"]["QuantizationTensors"] = "params"
     (tmp_path / "m.json").write_text(json.dumps(model))
     one_line_error(*cli(capsys, "run", tmp_path / "m.json"), "no binding for QuantizationTensors[1]")
+
+
+# -- dmlSerializedGraph: ONNX Runtime's partitions ------------------------------------------------
+def serialized_copy(tmp_path, data=None):
+    """The upstream matmul_add model in tmp_path (its partition replaced by ``data``)."""
+    import shutil
+
+    shutil.copytree(UPSTREAM / "matmul_add", tmp_path / "matmul_add")
+    shutil.copy(UPSTREAM / "dmlSerializedGraph_matmul_add.json", tmp_path / "m.json")
+    if data is not None:
+        (tmp_path / "matmul_add" / "Partition_0.bin").write_bytes(data)
+    return tmp_path / "m.json"
+
+
+def test_a_serialized_graph_binds_its_names_and_reads_its_constants(capsys, tmp_path):
+    model = serialized_copy(tmp_path)
+    ones = np.full(25, 2.0, np.float32)  # B from the constant's file: 5 x 2 x 1.5 + 1 = 16
+    (tmp_path / "matmul_add" / "matmul_b_tensor.bin").write_bytes(ones.tobytes())
+    code, out, err = cli(capsys, "run", model)
+    assert (code, out) == (0, "Resource 'model_output': 16, 16, 16, 16, 16\n"), err
+    doc = json.loads(model.read_text())
+    doc["commands"][0]["bindings"]["model_inptu"] = doc["commands"][0]["bindings"].pop(
+        "model_input")
+    model.write_text(json.dumps(doc))
+    one_line_error(*cli(capsys, "run", model), "model_inptu: not a bind point of the "
+                                               "serialized graph (did you mean model_input?)")
+
+
+def test_a_damaged_partition_is_one_line_never_a_crash(capsys, tmp_path):
+    """Truncations and flipped bytes anywhere in the partition: the model runs (a flip in
+    unread padding), or fails with one line; never a traceback or a hang."""
+    good = (UPSTREAM / "matmul_add" / "Partition_0.bin").read_bytes()
+    rng = np.random.default_rng(5)
+    cases = [good[:n] for n in (0, 3, 8, 64, 500, len(good) - 1)]
+    for _ in range(40):
+        bad = bytearray(good)
+        for at in rng.integers(0, len(bad), rng.integers(1, 4)):
+            bad[at] = int(rng.integers(0, 256))
+        cases.append(bytes(bad))
+    for i, data in enumerate(cases):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        code, _out, err = cli(capsys, "run", serialized_copy(folder, data))
+        assert code in (0, 2) and "Traceback" not in err, (i, err)
+        if code:
+            assert err.count("\n") == 1 and err.startswith("dml-emulator: error: "), (i, err)
