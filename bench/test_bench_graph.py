@@ -173,7 +173,7 @@ def test_torch(benchmark, data, torch):
     benchmark(run)
 
 
-# -- GEMM -> ADD -> RELU: would fusing the element-wise tail pay? -----------------------------------
+# -- GEMM -> ADD -> RELU: would fusing the element-wise tail pay? ----------------------------------
 # The graph (three nodes, the GEMM's result and the ADD's in the temporary resource) against the
 # one GEMM that already fuses both (C as the bias, a fused RELU): the most a fusion pass could
 # give, measured. [1024, 1024] float32.

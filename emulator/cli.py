@@ -346,12 +346,20 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check_serialized(d: Any, entry: dict[str, Any], level: Any) -> bool:
     """A dmlSerializedGraph dispatchable: the lowest level at which every operator node and the
     graph itself (CompileGraph: 2_1; inline constant data: 6_2) are valid."""
+    from . import DMLCreateDevice1
     from .graph import LEVEL_CONSTANTS
-    from .serialized import operator_descs
+    from .serialized import operator_descs, to_graph
 
     graph = d.serialized
     where = f"dispatchables.{d.name}"
-    descs = operator_descs(graph, where)
+    try:  # the graph as run builds it (constants' files unread): every node and edge rule
+        descs = operator_descs(graph, where)
+        device = DMLCreateDevice1(feature_level=level)
+        device.CompileGraph(to_graph(device, graph, lambda name: b"", where).desc)
+    except DMLError as e:
+        entry["min_feature_level"] = None
+        entry["error"] = str(e)
+        return False
     names = list(dict.fromkeys(short_name(x.Type) for x in descs))
     entry["operator"] = ", ".join(names)
     constants = sum(n.operator is None for n in graph.nodes)

@@ -1413,9 +1413,14 @@ class Runner:
         folder, where = d.source.parent, f"dispatchables.{_key(d.name)}"
 
         def load(name: str) -> bytes:
-            path = folder / f"{name}.bin"
-            return read_regular_file(path, f"{where}: constant {_show(name)}", "the constant",
-                                     self.model.budget)
+            # (a plain file name: serialized.read refuses separators; a symlink out of the
+            # partition's folder is refused as any path outside the model is)
+            path, here = folder / f"{name}.bin", f"{where}: constant {_show(name)}"
+            if not self.model.options.allow_paths_outside_model and not Path(
+                    os.path.realpath(path)).is_relative_to(os.path.realpath(folder)):
+                raise ModelError(f"{here}: {_show(str(path))} leads outside the partition's "
+                                 f"folder; pass {OUTSIDE_OPTION} to allow it")
+            return read_regular_file(path, here, "the constant", self.model.budget)
 
         d.graph = serialized_to_graph(self.device, d.serialized, load, f"{where}: "
                                       f"{d.source.name}")

@@ -42,7 +42,7 @@ from descriptors.tensor import ELEMENT_SIZE_BITS
 from .binding import Bound
 from .cvalues import as_list, show, to_enum, to_int
 from .device import IDMLCompiledOperator, IDMLOperator, bind_slots, run_plan
-from .errors import E_NOINTERFACE, DMLError, invalid_arg
+from .errors import E_NOINTERFACE, E_OUTOFMEMORY, DMLError, invalid_arg
 from .featurelevels import level_name
 from .registry import not_executable
 from .validation import Tensor
@@ -565,7 +565,12 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
             assert data is not None
             have = self._constants.get(src[0])
             size = max(t.total_bytes, data.size, 0 if have is None else have.size)
-            padded = np.zeros(size, np.uint8)
+            try:  # (calloc: pages past the bytes a reader's elements reach are never touched)
+                padded = np.zeros(size, np.uint8)
+            except (MemoryError, ValueError):
+                raise DMLError(E_OUTOFMEMORY, f"{WHERE}: {nodes[src[0]].label}: its reader's "
+                               f"TotalTensorSizeInBytes ({t.total_bytes}) cannot be allocated "
+                               "on this machine") from None
             padded[:data.size] = data
             self._constants[src[0]] = padded
         in_names = _labels(in_edges, "GraphInputIndex", len(graph_inputs), "input")

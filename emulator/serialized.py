@@ -71,12 +71,26 @@ class MalformedError(Exception):
     """Inside the reader: the file breaks the format (turned into a DMLError by ``read``)."""
 
 
+class _Buffer(bytearray):
+    """The file's bytes, counting the tables read: a FlatBuffer may point at one table from many
+    places (a DAG of shared tables), so without a budget a small file could be read for ever."""
+
+    tables = 0
+
+    def budget(self) -> int:
+        return len(self) // 4 + 64  # every distinct table takes at least 4 bytes
+
+
 class _Table:
     """A table of the buffer, read through the flatbuffers runtime with bounds checked."""
 
-    def __init__(self, buf: bytearray, pos: int):
+    def __init__(self, buf: _Buffer, pos: int):
         from flatbuffers import table
 
+        buf.tables += 1
+        if buf.tables > buf.budget():
+            raise MalformedError("more tables are reachable than the file can hold (shared "
+                                 "tables read again and again)")
         if not 0 <= pos <= len(buf) - 4:
             raise MalformedError(f"a table offset ({pos}) lies outside the file")
         self.buf = buf
@@ -189,7 +203,7 @@ class SerializedGraph:
 def read(data: bytes, where: str) -> SerializedGraph:
     """The records of a serialized graph; DMLError E_INVALIDARG naming ``where`` if the bytes
     break the format."""
-    buf = bytearray(data)
+    buf = _Buffer(data)
     try:
         if len(buf) < 8:
             raise MalformedError(f"{len(buf)} bytes is too short for a FlatBuffer")
@@ -204,6 +218,8 @@ def read(data: bytes, where: str) -> SerializedGraph:
 
 def _node(t: _Table) -> Node:
     name = t.string(2) or ""
+    if not name:
+        raise MalformedError("a node has no name")
     node = Node(name, t.strings(3), t.strings(4))
     kind, at = t.scalar(0, "B"), t.union(1)
     if at < 0:
@@ -220,7 +236,7 @@ def _node(t: _Table) -> Node:
             raise MalformedError(f"constant node {name!r} has no data")
         inner = _Table(t.buf, at)
         if detail == CONSTANT_NAME:
-            node.constant_name = inner.string(0) or ""
+            node.constant_name = _file_name(inner.string(0) or "", name)
         elif detail == CONSTANT_RAW:
             node.constant_data = inner.raw(0)
         else:
@@ -228,6 +244,15 @@ def _node(t: _Table) -> Node:
     else:
         raise MalformedError(f"node {name!r} has a desc of unknown kind {kind}")
     return node
+
+
+def _file_name(name: str, node: str) -> str:
+    """A constant's file name (``<name>.bin`` beside the partition): a plain name, never a path
+    (ONNX Runtime's writer replaces path characters by ``_``)."""
+    if not name or name in (".", "..") or any(c in name for c in '/\\\0:'):
+        raise MalformedError(f"constant node {node!r} names its file {name!r}: not a plain file "
+                             "name")
+    return name
 
 
 def _tensor(t: _Table) -> Tensor:
@@ -271,7 +296,10 @@ def _attribute(t: _Table) -> Attribute:
 
 
 def _activation(t: _Table) -> tuple[str, list[Attribute]]:
-    return t.string(0) or "", [_attribute(x) for x in t.tables(1)]
+    attributes = [_attribute(x) for x in t.tables(1)]
+    if any(a.kind in (ACTIVATION, ACTIVATION_ARRAY) for a in attributes):
+        raise MalformedError("a fused activation holds another activation")
+    return t.string(0) or "", attributes
 
 
 # -- records -> DML_GRAPH_DESC ------------------------------------------------------------------
@@ -313,7 +341,8 @@ def _fields(op: DML_OPERATOR_TYPE, node: Node, owned: set[str], where: str) -> A
         if f.kind in lists:
             names, descs = lists[f.kind]
             if f.type == "TENSOR_DESC_ARRAY":
-                values[f.name] = [_tensor_desc(descs.pop(0), names.pop(0) in owned, where)
+                values[f.name] = [_tensor_desc(descs.pop(0),
+                                               f.kind == "input" and names.pop(0) in owned, where)
                                   for _ in range(min(len(names), len(descs)))]
                 continue
             name = names.pop(0) if names else ""
@@ -330,6 +359,9 @@ def _fields(op: DML_OPERATOR_TYPE, node: Node, owned: set[str], where: str) -> A
             raise DMLError(E_INVALIDARG, f"{where}: {node.name!r} ({op.name}) has fewer "
                            f"attributes than its desc's attribute fields (no value for {f.name})")
         values[f.name] = _value(attributes.pop(0), f, values, where)
+    if attributes:
+        raise DMLError(E_INVALIDARG, f"{where}: {node.name!r} ({op.name}) has "
+                       f"{len(attributes)} attribute(s) more than its desc's attribute fields")
     return OPERATOR_DESC_CLASSES[op](**values)
 
 
@@ -354,7 +386,10 @@ def _value(a: Attribute, f: Any, values: dict[str, Any], where: str) -> Any:
         return [_activation_desc(x, where) for x in a.value]
     if a.kind == SCALAR_UNION:
         data_type = values.get(f.companion) if f.companion else None
-        dtype = NUMPY_DTYPE.get(data_type) if data_type is not None else None
+        dtype = None
+        if isinstance(data_type, int) and not isinstance(data_type, bool) and \
+                data_type in DML_TENSOR_DATA_TYPE._value2member_map_:
+            dtype = NUMPY_DTYPE.get(DML_TENSOR_DATA_TYPE(data_type))
         if dtype is None:
             raise DMLError(E_INVALIDARG, f"{where}: {f.name}'s scalar union cannot be read: "
                            f"its data type field ({f.companion}) is {data_type}")
@@ -371,9 +406,10 @@ def _activation_desc(value: tuple[str, list[Attribute]], where: str) -> Any:
     schema = SCHEMA[op]
     kept = [f for f in schema.fields if f.kind == "attribute"]
     values: dict[str, Any] = {}
+    if len(node.attributes) != len(kept):
+        raise DMLError(E_INVALIDARG, f"{where}: the fused activation {name} has "
+                       f"{len(node.attributes)} attribute(s); its desc has {len(kept)}")
     for f in kept:
-        if not node.attributes:
-            break
         values[f.name] = _value(node.attributes.pop(0), f, values, where)
     return OPERATOR_DESC_CLASSES[op](**values)
 

@@ -686,3 +686,101 @@ def test_a_damaged_partition_is_one_line_never_a_crash(capsys, tmp_path):
         assert code in (0, 2) and "Traceback" not in err, (i, err)
         if code:
             assert err.count("\n") == 1 and err.startswith("dml-emulator: error: "), (i, err)
+
+
+def hand_made(tmp_path, data, constants=None):
+    """A model running one hand-made partition: x (five 1.0) in, y out."""
+    (tmp_path / "part").mkdir()
+    (tmp_path / "part" / "p.bin").write_bytes(data)
+    for name, raw in (constants or {}).items():
+        (tmp_path / "part" / f"{name}.bin").write_bytes(raw)
+    model = {"resources": {
+        "x": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 5, "value": 1}},
+        "y": {"initialValuesDataType": "FLOAT32", "initialValues": {"valueCount": 5, "value": 0}}},
+        "dispatchables": {"d": {"type": "dmlSerializedGraph", "sourcePath": "part/p.bin"}},
+        "commands": [{"type": "dispatch", "dispatchable": "d", "bindings": {"x": "x", "y": "y"}},
+                     {"type": "print", "resource": "y"}]}
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    return tmp_path / "m.json"
+
+
+def add_constant(file_name):
+    from .serialized_builder import T5
+    return [{"name": "k", "outs": ["kk"], "const": file_name},
+            {"name": "a", "ins": ["x", "kk"], "outs": ["y"],
+             "op": ("DML_OPERATOR_ELEMENT_WISE_ADD1", [T5, T5], [T5], [(1, None)])}]
+
+
+def test_a_hand_made_partition_with_a_named_constant_runs(capsys, tmp_path):
+    from .serialized_builder import build
+    model = hand_made(tmp_path, build(add_constant("k1"), ["x"], ["y"]),
+                      {"k1": np.full(5, 2.5, np.float32).tobytes()})
+    code, out, err = cli(capsys, "run", model)
+    assert (code, out) == (0, "Resource 'y': 3.5, 3.5, 3.5, 3.5, 3.5\n"), err
+    code, out, err = cli(capsys, "check", model)
+    assert code == 0 and "ELEMENT_WISE_ADD1 is valid from DML_FEATURE_LEVEL_2_1" in out, err
+
+
+@pytest.mark.parametrize("name", ["../outside", "/tmp/outside", "a\0b", "", "..", "c:x"])
+def test_a_constant_file_name_is_never_a_path(capsys, tmp_path, name):
+    from .serialized_builder import build
+    (tmp_path / "outside.bin").write_bytes(np.ones(5, np.float32).tobytes())
+    model = hand_made(tmp_path, build(add_constant(name), ["x"], ["y"]))
+    one_line_error(*cli(capsys, "run", model), "not a plain file name")
+
+
+def test_a_constant_file_linked_outside_the_folder_is_refused(capsys, tmp_path):
+    from .serialized_builder import build
+    (tmp_path / "secret.bin").write_bytes(np.ones(5, np.float32).tobytes())
+    model = hand_made(tmp_path, build(add_constant("k"), ["x"], ["y"]))
+    (tmp_path / "part" / "k.bin").symlink_to(tmp_path / "secret.bin")
+    one_line_error(*cli(capsys, "run", model), "leads outside the partition's folder")
+
+
+def test_shared_tables_cannot_make_a_small_file_endless(capsys, tmp_path):
+    """A 2 KB file whose tables point twice at the level below, 40 levels deep (2**40 reads)."""
+    from emulator import DMLError
+    from emulator.serialized import read
+
+    from .serialized_builder import shared_activations
+    with pytest.raises(DMLError, match=r"activation|tables"):
+        read(shared_activations(40), "p.bin")
+
+
+def test_a_scalar_union_read_through_a_malformed_companion_is_a_dml_error(capsys, tmp_path):
+    from .serialized_builder import T5, build
+    clip = [{"name": "c", "ins": ["x"], "outs": ["y"], "op": (
+        "DML_OPERATOR_ELEMENT_WISE_CLIP1", [T5], [T5],
+        [(10, None), (7, [1]), (12, bytes(8)), (12, bytes(8))])}]
+    model = hand_made(tmp_path, build(clip, ["x"], ["y"]))
+    one_line_error(*cli(capsys, "run", model), "scalar union cannot be read")
+    code, out, _ = cli(capsys, "check", model)
+    assert code != 0 and "scalar union cannot be read" in out
+
+
+def test_check_judges_the_graph_as_run_builds_it(capsys, tmp_path):
+    """A cycle: check reports it, as run does, instead of 'valid'."""
+    from .serialized_builder import T5, build
+    relu = "DML_OPERATOR_ACTIVATION_RELU"
+    nodes = [{"name": "a", "ins": ["m2"], "outs": ["m1"], "op": (relu, [T5], [T5], [])},
+             {"name": "b", "ins": ["m1"], "outs": ["m2"], "op": (relu, [T5], [T5], [])},
+             {"name": "c", "ins": ["m2"], "outs": ["y"], "op": (relu, [T5], [T5], [])}]
+    model = hand_made(tmp_path, build(nodes, ["x"], ["y"]))
+    code, out, _ = cli(capsys, "check", model)
+    assert code != 0 and "cycle" in out
+    one_line_error(*cli(capsys, "run", model), "cycle")
+
+
+def test_a_fused_activation_and_an_absent_one_are_read_by_position(capsys, tmp_path):
+    """ADD1's FusedActivation: a RELU (no attributes) over 1 + (-3), or absent."""
+    from .serialized_builder import build
+    for fused, want in ((("DML_OPERATOR_ACTIVATION_RELU", []), "0, 0, 0, 0, 0"),
+                        (None, "-2, -2, -2, -2, -2")):
+        nodes = add_constant("k1")
+        nodes[1]["op"] = (*nodes[1]["op"][:3], [(1, fused)])
+        folder = tmp_path / str(fused is None)
+        folder.mkdir()
+        model = hand_made(folder, build(nodes, ["x"], ["y"]),
+                          {"k1": np.full(5, -3.0, np.float32).tobytes()})
+        code, out, err = cli(capsys, "run", model)
+        assert (code, out) == (0, f"Resource 'y': {want}\n"), err
