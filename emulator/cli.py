@@ -348,44 +348,37 @@ def _check_serialized(d: Any, entry: dict[str, Any], level: Any) -> bool:
     graph itself (CompileGraph: 2_1; inline constant data: 6_2) are valid."""
     from . import DMLCreateDevice1
     from .graph import LEVEL_CONSTANTS
-    from .serialized import operator_descs, to_graph
+    from .serialized import to_graph
 
     graph = d.serialized
     where = f"dispatchables.{d.name}"
     try:  # the graph as run builds it (constants' files unread): every node and edge rule
-        descs = operator_descs(graph, where)
         device = DMLCreateDevice1(feature_level=level)
-        device.CompileGraph(to_graph(device, graph, lambda name: b"", where).desc)
+        built = to_graph(device, graph, lambda name: b"", where)
+        device.CompileGraph(built.desc)
     except DMLError as e:
         entry["min_feature_level"] = None
         entry["error"] = str(e)
         return False
+    descs = built.operators
     names = list(dict.fromkeys(short_name(x.Type) for x in descs))
     entry["operator"] = ", ".join(names)
     constants = sum(n.operator is None for n in graph.nodes)
     entry["graph"] = (f"{len(descs)} operator node{'s' * (len(descs) != 1)}, {constants} "
                       f"constant{'s' * (constants != 1)}")
-    levels = [min_feature_level(x) for x in descs]
-    known = [lv for lv in levels if lv is not None]
+    # (every node is valid at the device's level, as the graph was built there)
+    levels = [lv for x in descs if (lv := min_feature_level(x)) is not None]
     floor = [LEVEL_GRAPHS] + ([LEVEL_CONSTANTS] if any(n.constant_data is not None
                                                        for n in graph.nodes) else [])
-    lowest = max(floor + known) if len(known) == len(levels) else None
-    entry["min_feature_level"] = short_level(lowest) if lowest else None
-    reasons = [] if lowest is None else [
-        why for x in descs
-        for why in [REGISTRY[x.Type].not_executable_because(validate_operator(x, lowest)[1])
-                    if REGISTRY[x.Type].executable else "it has no CPU kernel yet"] if why]
-    entry["executable"] = lowest is not None and not reasons
+    lowest = max(floor + levels)
+    entry["min_feature_level"] = short_level(lowest)
+    reasons = [why for x in descs
+               for why in [REGISTRY[x.Type].not_executable_because(validate_operator(x, lowest)[1])
+                           if REGISTRY[x.Type].executable else "it has no CPU kernel yet"]
+               if why]
+    entry["executable"] = not reasons
     if reasons:
         entry["not_executable"] = reasons[0]
-    if lowest is None:
-        bad = next(x for x, lv in zip(descs, levels) if lv is None)
-        try:
-            validate_operator(bad, level)
-            entry["error"] = "invalid at every feature level"
-        except DMLError as e:
-            entry["error"] = str(e)
-        return False
     return True
 
 

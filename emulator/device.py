@@ -272,6 +272,15 @@ def bind_slots(name: str, value: Tensor | tuple[Tensor, ...] | None
     return [*labelled(name, value)] or [(name, None)]
 
 
+def operator_bind_points(v: Validated, kind: str) -> list[tuple[str, Tensor | None]]:
+    """An operator's ``"input"`` or ``"output"`` bind points in binding order, with their
+    tensors (None: absent). A tensor array (JOIN's InputTensors, QUANTIZE's QuantizationTensors)
+    takes one bind point per tensor, labelled ``Field[i]``, as DirectML counts an operator's
+    inputs."""
+    fields = v.schema.inputs if kind == "input" else v.schema.outputs
+    return [slot for f in fields for slot in bind_slots(f.name, v.tensor(f.name))]
+
+
 class IDMLCompiledOperator(CompiledDispatchable):
     """A compiled operator: dispatchable once initialized (exactly once). A compiled graph
     (``CompileGraph``) is one too, as in DirectML."""
@@ -282,13 +291,9 @@ class IDMLCompiledOperator(CompiledDispatchable):
         self.flags = flags
         self._initialized = False
         self._owned: dict[str, np.ndarray] = {}
-        v = op.validated
         # Bind points in binding order, with their tensors (None: absent); fixed for the operator.
-        # A tensor array (JOIN's InputTensors, QUANTIZE's QuantizationTensors) takes one bind
-        # point per tensor, labelled ``Field[i]``, as DirectML counts an operator's inputs.
         self._slots: dict[str, list[tuple[str, Tensor | None]]] = {
-            kind: [slot for f in fields for slot in bind_slots(f.name, v.tensor(f.name))]
-            for kind, fields in (("input", v.schema.inputs), ("output", v.schema.outputs))}
+            kind: operator_bind_points(op.validated, kind) for kind in ("input", "output")}
 
     @property
     def name(self) -> str:
@@ -368,18 +373,21 @@ class IDMLCompiledOperator(CompiledDispatchable):
         for (name, _), b in zip(self.bind_points("output"), outputs):
             if b is not None:
                 regions[name] = b.region()
-        from .kernels.jit import compiling_for, launch_guard
+        from .kernels.jit import launch_guard
 
-        with launch_guard(), compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
-            run_plan(self.operator.plan, regions, reserved)
+        with launch_guard():
+            self.run(regions, reserved)
 
+    def run(self, regions: dict[str, np.ndarray], reserved: Any = None) -> None:
+        """The operator's kernels over its bind points' byte regions (inside a launch guard: a
+        compiled graph runs its nodes through this, under one guard)."""
+        from .kernels.jit import compiling_for
 
-def run_plan(plan: Any, regions: dict[str, np.ndarray], reserved: Any) -> None:
-    """One operator's kernels over its bind points' byte regions."""
-    if reserved is None:
-        plan.run(regions)
-    else:
-        plan.run(regions, reserved)
+        with compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
+            if reserved is None:
+                self.operator.plan.run(regions)
+            else:
+                self.operator.plan.run(regions, reserved)
 
 
 class IDMLOperatorInitializer(Dispatchable):

@@ -67,7 +67,7 @@ from descriptors import (
 )
 from descriptors.structs import GENERIC_STRUCTS
 
-from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperator, bind_slots
+from .device import IDMLCompiledOperator, IDMLDevice, IDMLOperator, operator_bind_points
 from .errors import DMLError
 from .execution import CommandList, CommandQueue
 from .graph import single_node_graph
@@ -1365,9 +1365,8 @@ class Runner:
         inputs = [b for f in d.schema.inputs for b in points(f)]
         outputs = [b for f in d.schema.outputs for b in points(f)]
         if d.as_graph:  # the one-node graph's outputs: the operator's present ones
-            present = [t is not None for f in d.schema.outputs
-                       for _, t in bind_slots(f.name, validated.tensor(f.name))]
-            outputs = [b for b, keep in zip(outputs, present) if keep]
+            outputs = [b for b, (_, t) in zip(outputs, operator_bind_points(validated, "output"))
+                       if t is not None]
         return inputs, outputs
 
     def _table(self, dispatchable: Any) -> Any:
@@ -1386,29 +1385,30 @@ class Runner:
         for d in self.model.dispatchables.values():
             t0 = time.perf_counter()
             if d.serialized is not None:
-                self._prepare_serialized(d)
-                if self.timing.verbosity >= 1:
-                    ms = (time.perf_counter() - t0) * 1e3
-                    print(f"Initialize '{d.name}': {ms:.4f} ms", file=self.out)
-                continue
-            d.operator_object = self.device.CreateOperator(d.desc)
-            d.compiled = self.device.CompileGraph(single_node_graph(d.operator_object), d.flags) \
-                if d.as_graph else self.device.CompileOperator(d.operator_object, d.flags)
+                owned = self._compile_serialized(d)
+            else:
+                d.operator_object = self.device.CreateOperator(d.desc)
+                d.compiled = self.device.CompileGraph(single_node_graph(d.operator_object),
+                                                      d.flags) \
+                    if d.as_graph else self.device.CompileOperator(d.operator_object, d.flags)
+                owned = [None if b is None else b.Desc
+                         for b in self._bind_points(d, d.init_bindings)[0]]
+            assert d.compiled is not None
             temporary = d.compiled.GetBindingProperties().TemporaryResourceSize
             d.temporary = Buffer(temporary) if temporary else None
             init = self.device.CreateOperatorInitializer([d.compiled])
             table = self._table(init)
-            inputs, _ = self._bind_points(d, d.init_bindings)
-            if any(b is not None for b in inputs):
+            if any(b is not None for b in owned):
                 table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
-                    b.Desc if b is not None else DML_BUFFER_BINDING() for b in inputs])])
+                    b if b is not None else DML_BUFFER_BINDING() for b in owned])])
             self.queue.ExecuteCommandLists([self._record(init, table)])
             if self.timing.verbosity >= 1:
                 ms = (time.perf_counter() - t0) * 1e3
                 print(f"Initialize '{d.name}': {ms:.4f} ms", file=self.out)
 
-    def _prepare_serialized(self, d: Dispatchable) -> None:
-        """Compile a serialized graph and bind its named constants once, at initialization."""
+    def _compile_serialized(self, d: Dispatchable) -> list[DML_BUFFER_BINDING | None]:
+        """Compile a serialized graph; its initializer's bindings: the named constants' bytes
+        (bound once, at initialization), None for the other graph inputs."""
         assert d.serialized is not None and d.source is not None
         folder, where = d.source.parent, f"dispatchables.{_key(d.name)}"
 
@@ -1425,18 +1425,11 @@ class Runner:
         d.graph = serialized_to_graph(self.device, d.serialized, load, f"{where}: "
                                       f"{d.source.name}")
         d.compiled = self.device.CompileGraph(d.graph.desc, d.flags)
-        temporary = d.compiled.GetBindingProperties().TemporaryResourceSize
-        d.temporary = Buffer(temporary) if temporary else None
-        init = self.device.CreateOperatorInitializer([d.compiled])
-        table = self._table(init)
-        if d.graph.constants:
-            d.keep = [Buffer.from_array(np.frombuffer(b, np.uint8)) for b in
-                      d.graph.constants.values()]
-            by_index = dict(zip(d.graph.constants, d.keep))
-            table.BindInputs([DML_BUFFER_ARRAY_BINDING(Bindings=[
-                DML_BUFFER_BINDING(Buffer=by_index.get(i)) for i in
-                range(len(d.graph.input_names))])])
-        self.queue.ExecuteCommandLists([self._record(init, table)])
+        d.keep = [Buffer.from_array(np.frombuffer(b, np.uint8)) for b in
+                  d.graph.constants.values()]
+        by_index = dict(zip(d.graph.constants, d.keep))
+        return [DML_BUFFER_BINDING(Buffer=by_index[i]) if i in by_index else None
+                for i in range(len(d.graph.input_names))]
 
     def run(self) -> None:
         self.prepare()

@@ -40,8 +40,8 @@ from descriptors.structs import GENERIC_STRUCTS
 from descriptors.tensor import ELEMENT_SIZE_BITS
 
 from .binding import Bound
-from .cvalues import as_list, show, to_enum, to_int
-from .device import IDMLCompiledOperator, IDMLOperator, bind_slots, run_plan
+from .cvalues import as_list, show, to_enum, to_flags, to_int
+from .device import IDMLCompiledOperator, IDMLOperator, operator_bind_points
 from .errors import E_NOINTERFACE, E_OUTOFMEMORY, DMLError, invalid_arg
 from .featurelevels import level_name
 from .registry import not_executable
@@ -126,9 +126,10 @@ Target = GraphOutput | Value
 
 @dataclass(frozen=True)
 class Step:
-    """One node's work: its plan, and where each bind point's region comes from."""
+    """One operator node's work: its compiled operator, and where each bind point's region
+    comes from."""
 
-    node: Node
+    op: IDMLCompiledOperator
     inputs: tuple[tuple[str, Source], ...]
     outputs: tuple[tuple[str, Target], ...]
 
@@ -170,12 +171,6 @@ def _counted(desc: Any, field: str, count_field: str) -> list[Any]:
     return items
 
 
-def _addressed_bytes(t: Tensor) -> int:
-    """The bytes a tensor's elements reach (its last element's end), at most TotalTensorSize."""
-    last = sum((s - 1) * st for s, st in zip(t.sizes, t.strides))
-    return -(-((last + 1) * ELEMENT_SIZE_BITS[t.data_type]) // 8)
-
-
 def place(values: Sequence[tuple[int, int, int]]) -> tuple[list[int], int]:
     """Offsets for values given as (size, first step, last step): first fit, largest first, so
     two values share bytes only if their step ranges are disjoint. Returns (offsets, total)."""
@@ -206,7 +201,7 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
                        f"{level_name(level)}, whose IDMLDevice has no IDMLDevice1 interface")
     if not isinstance(desc, DML_GRAPH_DESC):
         raise invalid_arg(f"{WHERE}: desc = {show(desc)} is invalid: must be a DML_GRAPH_DESC")
-    flags = to_enum_flags(flags)
+    flags = to_flags(flags, DML_EXECUTION_FLAGS, f"{WHERE}: flags")
     g = "DML_GRAPH_DESC"
     n_in = to_int(desc.InputCount, f"{WHERE}: {g}.InputCount", "UINT")
     n_out = to_int(desc.OutputCount, f"{WHERE}: {g}.OutputCount", "UINT", 1,
@@ -247,6 +242,7 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
     sources: dict[tuple[int, int], tuple[str, Any]] = {}  # (node, input) -> its one edge
     readers: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (node, output) -> inputs
     graph_out: dict[int, tuple[int, int]] = {}  # graph output -> (node, output)
+    to_graph: dict[tuple[int, int], int] = {}  # (node, output) -> graph output
     by_input: dict[int, list[tuple[int, int]]] = {}  # graph input -> node inputs
 
     def node_point(index: Any, point: Any, kind: str, where: str, fields: tuple[str, str]
@@ -318,11 +314,12 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
             raise invalid_arg(f"{WHERE}: {where}: graph output {go} already takes "
                               f"{nodes[graph_out[go][0]].label} output {graph_out[go][1]}; a "
                               "graph output takes exactly one edge")
-        if (n, p) in graph_out.values():
+        if (n, p) in to_graph:
             raise invalid_arg(f"{WHERE}: {where}: {nodes[n].label} output {p} already goes to "
                               "another graph output; an operator output writes one buffer, so "
                               "it feeds at most one graph output")
         graph_out[go] = (n, p)
+        to_graph[(n, p)] = go
 
     # -- every rule that needs the whole graph ----------------------------------------------------
     for go in range(n_out):
@@ -343,7 +340,7 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
                                   "input the operator's desc has must be connected (an input "
                                   "edge from a graph input, or an intermediate edge)")
         for p, (label, t) in enumerate(node.points("output")):
-            used = (node.index, p) in readers or (node.index, p) in graph_out.values()
+            used = (node.index, p) in readers or (node.index, p) in to_graph
             if t is not None and not used and label.split("[")[0] not in optional_out:
                 raise invalid_arg(f"{WHERE}: {node.label} output {p} ({label}) has no edge: "
                                   "every output but the operator's optional ones must be "
@@ -351,14 +348,8 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
     _check_sizes(nodes, sources)
     graph_inputs = _graph_inputs(nodes, n_in, by_input)
     order = _topological(nodes, sources)
-    return IDMLCompiledGraph(device, flags, nodes, order, sources, readers, graph_out,
-                             graph_inputs, n_out, in_edges, out_edges)
-
-
-def to_enum_flags(flags: Any) -> DML_EXECUTION_FLAGS:
-    from .cvalues import to_flags
-
-    return to_flags(flags, DML_EXECUTION_FLAGS, f"{WHERE}: flags")
+    return IDMLCompiledGraph(device, flags, nodes, order, sources, readers, graph_out, to_graph,
+                             graph_inputs, in_edges, out_edges)
 
 
 def _no_inputs(where: str) -> int:
@@ -410,7 +401,7 @@ def _check_sizes(nodes: list[Node], sources: dict[tuple[int, int], tuple[str, An
         if nodes[sn].compiled is None:
             data = nodes[sn].data
             assert data is not None
-            need = _addressed_bytes(t)
+            need = -(-t.extent * ELEMENT_SIZE_BITS[t.data_type] // 8)  # bytes its elements reach
             if data.size < need:
                 raise invalid_arg(f"{WHERE}: {where}: {nodes[sn].label} holds {data.size} bytes; "
                                   f"{nodes[n].label} input {p} ({label}) reads {need} "
@@ -501,8 +492,8 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
     def __init__(self, device: IDMLDevice, flags: DML_EXECUTION_FLAGS, nodes: list[Node],
                  order: list[int], sources: dict[tuple[int, int], tuple[str, Any]],
                  readers: dict[tuple[int, int], list[tuple[int, int]]],
-                 graph_out: dict[int, tuple[int, int]], graph_inputs: list[Tensor | None],
-                 n_out: int, in_edges: list[Any], out_edges: list[Any]):
+                 graph_out: dict[int, tuple[int, int]], to_graph: dict[tuple[int, int], int],
+                 graph_inputs: list[Tensor | None], in_edges: list[Any], out_edges: list[Any]):
         self._device = device
         self.flags = flags
         self._initialized = False
@@ -512,7 +503,6 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         step_of = {n: s for s, n in enumerate(order)}
         # Intermediates: every operator output no graph output takes (an unconnected optional
         # output included: the kernel writes it, nobody reads it).
-        to_graph = {v: k for k, v in graph_out.items()}
         lifetimes: list[tuple[int, int, int]] = []
         value_of: dict[tuple[int, int], int] = {}
         for n in order:
@@ -552,7 +542,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
                     continue
                 outs.append((label, GraphOutput(to_graph[(n, p)]) if (n, p) in to_graph
                              else self.values[value_of[(n, p)]]))
-            steps.append(Step(node, tuple(ins), tuple(outs)))
+            steps.append(Step(node.compiled, tuple(ins), tuple(outs)))
         self.steps = tuple(steps)
         # Constants padded with zeros to their readers' TotalTensorSizeInBytes.
         self._constants: dict[int, np.ndarray] = {}
@@ -575,9 +565,9 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
             self._constants[src[0]] = padded
         in_names = _labels(in_edges, "GraphInputIndex", len(graph_inputs), "input")
         self._inputs = list(zip(in_names, graph_inputs))
-        out_names = _labels(out_edges, "GraphOutputIndex", n_out, "output")
+        out_names = _labels(out_edges, "GraphOutputIndex", len(graph_out), "output")
         self._outputs = [(out_names[go], nodes[graph_out[go][0]].points("output")[
-            graph_out[go][1]][1]) for go in range(n_out)]
+            graph_out[go][1]][1]) for go in range(len(graph_out))]
 
     @property
     def name(self) -> str:
@@ -589,10 +579,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
     def _in_place(self) -> bool:
         """A one-node graph runs in place as its operator does; with more nodes, an output may
         be written while another node still reads the input it overlaps."""
-        if len(self.steps) != 1:
-            return False
-        op = self.steps[0].node.compiled
-        return op is not None and op._in_place()
+        return len(self.steps) == 1 and self.steps[0].op._in_place()
 
     def GetBindingProperties(self) -> DML_BINDING_PROPERTIES:
         self._device._check_alive()
@@ -607,8 +594,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         self._initialized = True
 
     def reserve(self) -> Any:
-        return [getattr(s.node.compiled.operator.plan, "reserve", lambda: None)()
-                for s in self.steps if s.node.compiled is not None]
+        return [s.op.reserve() for s in self.steps]
 
     def regions(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
                 temporary: Bound | None) -> list[dict[str, np.ndarray]]:
@@ -639,7 +625,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
     def execute(self, inputs: Sequence[Bound | None], outputs: Sequence[Bound | None],
                 temporary: Bound | None = None, reserved: Any = None,
                 memo: dict[str, Any] | None = None) -> None:
-        from .kernels.jit import compiling_for, launch_guard
+        from .kernels.jit import launch_guard
 
         # Worked out once per recorded dispatch (the command's memo), so a dispatch is only the
         # loop of plan calls below.
@@ -651,10 +637,7 @@ class IDMLCompiledGraph(IDMLCompiledOperator):
         scratch = reserved if reserved is not None else [None] * len(self.steps)
         with launch_guard():
             for s, r, extra in zip(self.steps, regions, scratch):
-                op = s.node.compiled
-                assert op is not None
-                with compiling_for(op.name.removeprefix("DML_OPERATOR_")):
-                    run_plan(op.operator.plan, r, extra)
+                s.op.run(r, extra)
 
 
 def single_node_graph(op: IDMLOperator) -> Any:
@@ -662,9 +645,7 @@ def single_node_graph(op: IDMLOperator) -> Any:
     is the operator's input bind point i (unconnected where the desc leaves it null, so it is
     bound as NONE); the graph outputs are its present outputs, in order. Edges carry the bind
     points' labels as names."""
-    v = op.validated
-    ins = [p for f in v.schema.inputs for p in bind_slots(f.name, v.tensor(f.name))]
-    outs = [p for f in v.schema.outputs for p in bind_slots(f.name, v.tensor(f.name))]
+    ins, outs = (operator_bind_points(op.validated, kind) for kind in ("input", "output"))
     present = [(i, label) for i, (label, t) in enumerate(outs) if t is not None]
     return DML_GRAPH_DESC(
         InputCount=len(ins), OutputCount=len(present),

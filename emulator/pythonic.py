@@ -80,7 +80,7 @@ def _as_resource(x: Any, t: Tensor, point: str, op_name: str, output: bool) -> A
         dtype != np.uint8 or (x.ndim == 1 and tuple(x.shape) != t.sizes) or (four and output))
     if isinstance(x, Buffer) or raw:
         size = x.size_in_bytes if isinstance(x, Buffer) else x.nbytes
-        extent = (1 + sum((n - 1) * s for n, s in zip(t.sizes, t.strides))) * t.element_size
+        extent = t.extent * t.element_size
         if size < need and (output or size < extent):
             raise invalid_arg(f"{where}: {size} bytes given; the tensor needs {need} "
                               "(TotalTensorSizeInBytes)")

@@ -39,21 +39,20 @@ from descriptors import (
     OPERATOR_DESC_CLASSES,
     SCHEMA,
 )
-from descriptors.structs import GENERIC_STRUCTS
 
 from .errors import E_INVALIDARG, DMLError
+from .fieldtypes import DML_SCALE_BIAS, DML_SIZE_2D
+from .graph import (
+    DML_CONSTANT_DATA_GRAPH_NODE_DESC,
+    DML_GRAPH_DESC,
+    DML_INPUT_GRAPH_EDGE_DESC,
+    DML_INTERMEDIATE_GRAPH_EDGE_DESC,
+    DML_OPERATOR_GRAPH_NODE_DESC,
+    DML_OUTPUT_GRAPH_EDGE_DESC,
+)
 
 if TYPE_CHECKING:
     from .device import IDMLDevice
-
-DML_GRAPH_DESC = GENERIC_STRUCTS["DML_GRAPH_DESC"]
-DML_OPERATOR_GRAPH_NODE_DESC = GENERIC_STRUCTS["DML_OPERATOR_GRAPH_NODE_DESC"]
-DML_CONSTANT_DATA_GRAPH_NODE_DESC = GENERIC_STRUCTS["DML_CONSTANT_DATA_GRAPH_NODE_DESC"]
-DML_INPUT_GRAPH_EDGE_DESC = GENERIC_STRUCTS["DML_INPUT_GRAPH_EDGE_DESC"]
-DML_OUTPUT_GRAPH_EDGE_DESC = GENERIC_STRUCTS["DML_OUTPUT_GRAPH_EDGE_DESC"]
-DML_INTERMEDIATE_GRAPH_EDGE_DESC = GENERIC_STRUCTS["DML_INTERMEDIATE_GRAPH_EDGE_DESC"]
-DML_SCALE_BIAS = GENERIC_STRUCTS["DML_SCALE_BIAS"]
-DML_SIZE_2D = GENERIC_STRUCTS["DML_SIZE_2D"]
 
 # Union members (docs/serialized-graph-format.md, section 2).
 NODE_OPERATOR, NODE_CONSTANT = 1, 2
@@ -402,15 +401,13 @@ def _activation_desc(value: tuple[str, list[Attribute]], where: str) -> Any:
     op = _enum(DML_OPERATOR_TYPE, name, "the fused activation", where)
     if op not in SCHEMA:
         raise DMLError(E_INVALIDARG, f"{where}: {name} has no desc struct")
-    node = Node("fused activation", [], [], name, attributes=list(attributes))
-    schema = SCHEMA[op]
-    kept = [f for f in schema.fields if f.kind == "attribute"]
-    values: dict[str, Any] = {}
-    if len(node.attributes) != len(kept):
+    fields = [f for f in SCHEMA[op].fields if f.kind == "attribute"]
+    if len(attributes) != len(fields):
         raise DMLError(E_INVALIDARG, f"{where}: the fused activation {name} has "
-                       f"{len(node.attributes)} attribute(s); its desc has {len(kept)}")
-    for f in kept:
-        values[f.name] = _value(node.attributes.pop(0), f, values, where)
+                       f"{len(attributes)} attribute(s); its desc has {len(fields)}")
+    values: dict[str, Any] = {}
+    for f, a in zip(fields, attributes):
+        values[f.name] = _value(a, f, values, where)
     return OPERATOR_DESC_CLASSES[op](**values)
 
 
@@ -424,13 +421,6 @@ def _owned(graph: SerializedGraph, produced: dict[str, tuple[int, int]]) -> set[
     """The names of values that constants stored by name produce: the inputs they feed are
     OWNED_BY_DML (bound once, at initialization, as DxDispatch binds them)."""
     return {name for name, (i, _) in produced.items() if graph.nodes[i].constant_name is not None}
-
-
-def operator_descs(graph: SerializedGraph, where: str) -> list[Any]:
-    """Every operator node's desc, in node order (what ``check`` judges per feature level)."""
-    owned = _owned(graph, _produced(graph))
-    return [operator_desc(n, owned, f"{where}: node {n.name!r}") for n in graph.nodes
-            if n.operator is not None]
 
 
 def to_graph(device: IDMLDevice, graph: SerializedGraph, load: Callable[[str], bytes],

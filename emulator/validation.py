@@ -84,6 +84,12 @@ class Tensor:
         return math.prod(self.sizes)
 
     @property
+    def extent(self) -> int:
+        """The elements from the first to the last one the tensor addresses (1 + the last
+        element's offset): what its strides reach, whatever TotalTensorSizeInBytes says."""
+        return 1 + sum((n - 1) * s for n, s in zip(self.sizes, self.strides))
+
+    @property
     def dtype(self) -> np.dtype:
         return np.dtype(NUMPY_DTYPE[self.data_type])
 

@@ -101,7 +101,7 @@ class ConvPlan:
         xs = int64s([x.strides[0], x.strides[1], *[0] * pad3, *x.strides[2:]])
         kc = cig * taps
         shape = (n, g, cog, positions)
-        extent = 1 + sum((size - 1) * stride for size, stride in zip(x.sizes, x.strides))
+        extent = x.extent
 
         def from_scratch() -> Any:
             """The epilogue from a dense FLOAT32 scratch output to the output."""

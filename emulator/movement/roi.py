@@ -414,8 +414,7 @@ def _float32(t: Tensor, region: np.ndarray) -> np.ndarray:
     view = float_view(region, t.element_size)
     if t.element_size == 4:
         return view
-    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.sizes, t.strides))
-    return view[:extent].view(np.float16).astype(np.float32)
+    return view[:t.extent].view(np.float16).astype(np.float32)
 
 
 def roi_align_grad_plan(v: SimpleNamespace) -> AlignGradPlan:
