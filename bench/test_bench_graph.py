@@ -97,8 +97,22 @@ def _run_list(device, dispatchables):
     return lambda: queue.ExecuteCommandLists([lst])
 
 
+CHAIN = f"graph: {NODES}-node element-wise chain"
+
+
+def _walk(x, ping, pong):
+    """The chain's steps for one-by-one runs: (kind, source, destination), alternating two
+    buffers."""
+    steps, src = [], x
+    for i in range(NODES):
+        dst = ping if i % 2 == 0 else pong
+        steps.append((KINDS[i % 3], src, dst))
+        src = dst
+    return steps
+
+
 def test_emulator(benchmark, data):
-    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    benchmark.group = CHAIN
     x, b = data
     device = DMLCreateDevice1()
     _, desc = _chain(device, x.shape)
@@ -112,65 +126,46 @@ def test_emulator(benchmark, data):
 
 
 def test_nodes_one_by_one(benchmark, data):
-    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    benchmark.group = CHAIN
     x, b = data
     device = DMLCreateDevice1()
     descs = _descs(x.shape)
-    ping, pong = np.empty_like(x), np.empty_like(x)
-    steps = []
-    src = x
-    for i in range(NODES):
-        k = KINDS[i % 3]
-        dst = ping if i % 2 == 0 else pong
-        compiled = device.CompileOperator(device.CreateOperator(descs[k]))
-        steps.append((compiled, [src, b] if k != "relu" else [src], [dst], None))
-        src = dst
-    run = _run_list(device, steps)
+    steps = _walk(x, np.empty_like(x), np.empty_like(x))
+    run = _run_list(device, [
+        (device.CompileOperator(device.CreateOperator(descs[k])),
+         [src, b] if k != "relu" else [src], [dst], None) for k, src, dst in steps])
     run()
-    assert np.allclose(src, _reference(x, b), rtol=1e-5, atol=1e-5)
+    assert np.allclose(steps[-1][2], _reference(x, b), rtol=1e-5, atol=1e-5)
+    benchmark(run)
+
+
+def _peer(benchmark, x, b, ping, pong, ops):
+    """A peer's chain: ``ops[kind](source, b, out)`` per step, two ping-pong buffers."""
+    steps = _walk(x, ping, pong)
+
+    def run():
+        for k, src, dst in steps:
+            ops[k](src, b, dst)
+
     benchmark(run)
 
 
 def test_numpy(benchmark, data):
-    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    benchmark.group = CHAIN
     x, b = data
-    ping, pong = np.empty_like(x), np.empty_like(x)
-
-    def run():
-        src = x
-        for i in range(NODES):
-            k = KINDS[i % 3]
-            dst = ping if i % 2 == 0 else pong
-            if k == "add":
-                np.add(src, b, out=dst)
-            elif k == "mul":
-                np.multiply(src, b, out=dst)
-            else:
-                np.maximum(src, 0, out=dst)
-            src = dst
-
-    benchmark(run)
+    _peer(benchmark, x, b, np.empty_like(x), np.empty_like(x),
+          {"add": lambda s, b, o: np.add(s, b, out=o),
+           "mul": lambda s, b, o: np.multiply(s, b, out=o),
+           "relu": lambda s, b, o: np.maximum(s, 0, out=o)})
 
 
 def test_torch(benchmark, data, torch):
-    benchmark.group = f"graph: {NODES}-node element-wise chain"
+    benchmark.group = CHAIN
     x, b = (torch.from_numpy(a) for a in data)
-    ping, pong = torch.empty_like(x), torch.empty_like(x)
-
-    def run():
-        src = x
-        for i in range(NODES):
-            k = KINDS[i % 3]
-            dst = ping if i % 2 == 0 else pong
-            if k == "add":
-                torch.add(src, b, out=dst)
-            elif k == "mul":
-                torch.mul(src, b, out=dst)
-            else:
-                torch.clamp_min(src, 0, out=dst)
-            src = dst
-
-    benchmark(run)
+    _peer(benchmark, x, b, torch.empty_like(x), torch.empty_like(x),
+          {"add": lambda s, b, o: torch.add(s, b, out=o),
+           "mul": lambda s, b, o: torch.mul(s, b, out=o),
+           "relu": lambda s, b, o: torch.clamp_min(s, 0, out=o)})
 
 
 # -- GEMM -> ADD -> RELU: would fusing the element-wise tail pay? ----------------------------------
