@@ -60,6 +60,7 @@ def workloads(seed: int):
     one = np.ones((1, 1, 1), np.float32)
     long = rng.integers(-3, 4, (1, 40_000)).astype(np.float16)  # many ties
     g = rng.standard_normal((2, 4, 24, 24)).astype(np.float32)
+    wide = rng.standard_normal((50, 2000)).astype(np.float32)
     return [
         (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=tensor_desc(x), OutputTensor=tensor_desc((4, 3, 11), DML_TENSOR_DATA_TYPE_FLOAT32),
@@ -88,6 +89,10 @@ def workloads(seed: int):
             ATensor=tensor_desc(g), BTensor=tensor_desc(g), OutputTensor=tensor_desc(g),
             TransA=DML_MATRIX_TRANSFORM_NONE, TransB=DML_MATRIX_TRANSFORM_TRANSPOSE, Alpha=0.5,
             Beta=0.0, FusedActivation=DML_ACTIVATION_TANH_OPERATOR_DESC())), [g, g, None]),
+        # Element-wise: large enough to run on several of the pool's threads.
+        (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD1_OPERATOR_DESC(
+            ATensor=tensor_desc(wide), BTensor=tensor_desc(wide), OutputTensor=tensor_desc(wide),
+            FusedActivation=DML_ACTIVATION_RELU_OPERATOR_DESC())), [wide, wide[::-1].copy()]),
     ]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 import numpy as np
 
@@ -52,14 +51,11 @@ BITS: dict[T, str] = {t: f"uint{8 * np.dtype(s).itemsize}" for t, s in STORAGE.i
 class ElementWisePlan:
     """``output[c] = f(inputs[c] ...)`` for every coordinate c of the output's Sizes."""
 
-    chunk: int  # the address of the row's chunk kernel for these storage types
+    # kernels/strided.py's argument block: the row's chunk kernel for these storage types, the
+    # collapsed sizes, x, y, w (zeros where absent) and output strides, p0 … p5, kind and aux
+    block: np.ndarray
     inputs: tuple[str, ...]
     output: str
-    sizes: np.ndarray
-    strides: tuple[np.ndarray, ...]  # x, y, w (zeros where absent), then the output's (collapsed)
-    params: tuple[float, ...]  # p0 … p5
-    kind: int
-    aux: int
     # 1-element tensors read at dispatch into p0, p1 …: (bind point or None if absent, storage)
     scalars: tuple[tuple[str | None, str], ...] = ()
 
@@ -84,23 +80,24 @@ class ElementWisePlan:
         strides = strides[:-1] + [zeros] * (3 - len(inputs)) + strides[-1:]
         storage = [storage_of[t] if t is not None else "uint8" for _, t, _ in inputs] + \
             [storage_of[out_type]]
-        from ..kernels.strided import chunk_kernel  # (Numba: imported on first use)
+        from ..kernels.strided import chunk_kernel, pack  # (Numba: imported on first use)
 
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
         read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
-        return cls(chunk_kernel(py_func, storage), tuple(n for n, _, _ in inputs), out_name,
-                   int64s(c[0]), tuple(strides), params, kind, aux, read)
+        block = pack(chunk_kernel(py_func, storage), int64s(c[0]), strides, params, kind, aux)
+        return cls(block, tuple(n for n, _, _ in inputs), out_name, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.strided import drive
+        from ..kernels.strided import PARAMS, run
 
         arrays = [regions.get(name, _NONE) for name in self.inputs]
         arrays += [_NONE] * (3 - len(arrays)) + [regions[self.output]]
-        args: list[object] = []
-        for a in arrays:
-            args += [a, 0]
-        params = list(self.params)
-        for k, (name, storage) in enumerate(self.scalars):
-            params[k] = float(typed_view(regions[name], storage)[0]) if name is not None else 0.0
-        cast(Any, drive)(self.chunk, *args, self.sizes, *self.strides, *params, self.kind, self.aux)
+        block = self.block
+        if self.scalars:
+            block = block.copy()
+            params = block[PARAMS:PARAMS + len(self.scalars)].view(np.float64)
+            for k, (name, storage) in enumerate(self.scalars):
+                params[k] = (float(typed_view(regions[name], storage)[0]) if name is not None
+                             else 0.0)
+        run(block, *arrays)

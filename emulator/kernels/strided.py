@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.extending import intrinsic
 
 from .activation import activate
-from .jit import c_kernel, kernel, prange
+from .jit import c_kernel, inline, kernel, prange
 
 CHUNK = 16384  # elements per task (as kernels/copy.py): long rows still spread over threads
 
@@ -73,6 +73,16 @@ def data_pointer(typingctx, arr):  # pragma: no cover - code generation
         return builder.bitcast(ary.data, _PTR)
 
     return types.voidptr(arr), codegen
+
+
+@intrinsic
+def data_pointer_int(typingctx, arr):  # pragma: no cover - code generation
+    """The data pointer of an array, as an int64."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.ptrtoint(ary.data, _I64)
+
+    return types.int64(arr), codegen
 
 
 @intrinsic
@@ -121,40 +131,131 @@ def activation_address() -> int:
     return int(_act[0].address)  # type: ignore[attr-defined]
 
 
-@kernel
-def drive(fn, x, xb, y, yb, w, wb, z, zb, sizes, xs, ys, ws, zs, p0, p1, p2, p3, p4, p5, kind,
-          aux):  # pragma: no cover
-    """``z[c] = f(x[c], y[c], w[c])`` for every coordinate c of ``sizes``: the tensors are byte
-    arrays; ``*b`` and ``*s`` are element offsets and strides (one per dimension)."""
-    rank = sizes.shape[0]
-    inner = sizes[rank - 1]
+# The argument block of a launch (int64): the four data addresses (written at launch), the
+# chunk kernel, the rank, kind, aux, p0 … p5 (float64 bits), then sizes, x, y, w and z strides
+# (``rank`` each). One format for the pool's job and the ``prange`` driver.
+ADDRESSES, FN, RANK, KIND, AUX, PARAMS, HEAD = 0, 4, 5, 6, 7, 8, 14
+MIN_PART = 8192  # elements: smaller launches use fewer threads (waking one costs ~5 us)
+
+
+def pack(fn: int, sizes: np.ndarray, strides: Sequence[np.ndarray], params: Sequence[float],
+         kind: int, aux: int) -> np.ndarray:
+    """The argument block for ``run`` (``strides``: x, y, w, z element strides)."""
+    rank = len(sizes)
+    block = np.zeros(HEAD + 5 * rank, np.int64)
+    block[FN], block[RANK], block[KIND], block[AUX] = fn, rank, kind, aux
+    block[PARAMS:HEAD].view(np.float64)[:] = params
+    for k, a in enumerate((sizes, *strides)):
+        block[HEAD + k * rank:HEAD + (k + 1) * rank] = a
+    return block
+
+
+@intrinsic
+def _pointer(typingctx, addr):  # pragma: no cover - code generation
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], _PTR)
+
+    return types.voidptr(types.int64), codegen
+
+
+@intrinsic
+def int64_pointer(typingctx, addr):  # pragma: no cover - code generation
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], _I64.as_pointer())
+
+    return types.CPointer(types.int64)(types.int64), codegen
+
+
+@intrinsic
+def _floats(typingctx, addr):  # pragma: no cover - code generation
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], _DBL.as_pointer())
+
+    return types.CPointer(types.float64)(types.int64), codegen
+
+
+@inline
+def _tasks(b):  # pragma: no cover - compiled
+    """(tasks, chunks per row) of the block ``b``: a task is at most CHUNK elements of a row."""
+    rank = b[RANK]
     rows = np.int64(1)
     for k in range(rank - 1):
-        rows *= sizes[k]
-    chunks = (inner + CHUNK - 1) // CHUNK
-    xp = data_pointer(x)
-    yp = data_pointer(y)
-    wp = data_pointer(w)
-    zp = data_pointer(z)
-    xl = xs[rank - 1]
-    yl = ys[rank - 1]
-    wl = ws[rank - 1]
-    zl = zs[rank - 1]
-    for task in prange(rows * chunks):
-        row = np.int64(task) // chunks
-        j0 = (np.int64(task) - row * chunks) * CHUNK
-        xo = xb + j0 * xl
-        yo = yb + j0 * yl
-        wo = wb + j0 * wl
-        zo = zb + j0 * zl
-        rem = row
-        for k in range(rank - 2, -1, -1):
-            c = rem % sizes[k]
-            rem //= sizes[k]
-            xo += c * xs[k]
-            yo += c * ys[k]
-            wo += c * ws[k]
-            zo += c * zs[k]
-        n = min(inner, j0 + CHUNK) - j0
-        call_chunk(fn, xp, xo, xl, yp, yo, yl, wp, wo, wl, zp, zo, zl, n, p0, p1, p2, p3, p4, p5,
-                   kind, aux)
+        rows *= b[HEAD + k]
+    chunks = (b[HEAD + rank - 1] + CHUNK - 1) // CHUNK
+    return rows * chunks, chunks
+
+
+@inline
+def _task(b, f, task, chunks):  # pragma: no cover - compiled
+    """Run task ``task`` of the block ``b`` (``f``: the same block as float64)."""
+    rank = b[RANK]
+    sz = HEAD
+    xs = HEAD + rank
+    ys = HEAD + 2 * rank
+    ws = HEAD + 3 * rank
+    zs = HEAD + 4 * rank
+    last = rank - 1
+    row = task // chunks
+    j0 = (task - row * chunks) * CHUNK
+    xo = j0 * b[xs + last]
+    yo = j0 * b[ys + last]
+    wo = j0 * b[ws + last]
+    zo = j0 * b[zs + last]
+    rem = row
+    for k in range(rank - 2, -1, -1):
+        c = rem % b[sz + k]
+        rem //= b[sz + k]
+        xo += c * b[xs + k]
+        yo += c * b[ys + k]
+        wo += c * b[ws + k]
+        zo += c * b[zs + k]
+    n = min(b[sz + last], j0 + CHUNK) - j0
+    call_chunk(b[FN], _pointer(b[0]), xo, b[xs + last], _pointer(b[1]), yo, b[ys + last],
+               _pointer(b[2]), wo, b[ws + last], _pointer(b[3]), zo, b[zs + last], n,
+               f[PARAMS], f[PARAMS + 1], f[PARAMS + 2], f[PARAMS + 3], f[PARAMS + 4],
+               f[PARAMS + 5], b[KIND], b[AUX])
+
+
+def _part(block, part, parts):  # pragma: no cover - compiled
+    """The pool's job: part ``part`` of ``parts`` of the block's tasks (contiguous, so a part
+    covers the same elements in every launch of the same shape)."""
+    b = carray(int64_pointer(block), HEAD)
+    b = carray(int64_pointer(block), HEAD + 5 * b[RANK])
+    f = carray(_floats(block), HEAD)
+    tasks, chunks = _tasks(b)
+    for task in range(tasks * part // parts, tasks * (part + 1) // parts):
+        _task(b, f, task, chunks)
+
+
+@kernel
+def drive(block, x, y, w, z):  # pragma: no cover
+    """``z[c] = f(x[c], y[c], w[c])`` for every coordinate c of the block's sizes, on Numba's
+    threads (where the pool is not available): the tensors are byte arrays."""
+    b = block.copy()  # the caller's block is shared by threads running the same plan
+    b[0] = data_pointer_int(x)
+    b[1] = data_pointer_int(y)
+    b[2] = data_pointer_int(w)
+    b[3] = data_pointer_int(z)
+    f = b.view(np.float64)
+    tasks, chunks = _tasks(b)
+    for task in prange(tasks):
+        _task(b, f, np.int64(task), chunks)
+
+
+_job: list[int] = []
+
+
+def run(block: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, z: np.ndarray) -> None:
+    """Run the block (``pack``) over the byte arrays x, y, w (inputs; any unused one a small
+    dummy) and z (output): on the pool where it is available, else with ``drive``."""
+    from . import pool
+
+    if not pool.available():
+        drive(block, x, y, w, z)
+        return
+    if not _job:
+        _job.append(int(c_kernel(types.void(types.int64, types.int64, types.int64))(_part)
+                        .address))
+    rank = int(block[RANK])
+    elements = int(np.prod(block[HEAD:HEAD + rank]))
+    pool.run(_job[0], block, -(-elements // MIN_PART), x, y, w, z)

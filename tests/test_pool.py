@@ -1,0 +1,129 @@
+"""The worker pool (emulator/kernels/pool.py): every part of a launch runs once, on any number of
+parts and after the workers slept; the element-wise engine writes the same bytes on the pool and
+on Numba's ``prange`` driver; Numba's thread count is honoured; the pool stops cleanly. (A forked
+child starting its own pool: test_robustness.)"""
+
+from __future__ import annotations
+
+import time
+
+import numba
+import numpy as np
+import pytest
+
+from descriptors import *
+from emulator import DMLCreateDevice1
+from emulator.kernels import pool
+from emulator.kernels.strided import int64_pointer
+
+from .helpers import desc
+
+F32, F16, U8 = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                DML_TENSOR_DATA_TYPE_UINT8)
+
+needs_pool = pytest.mark.skipif(not pool.available(), reason="the pool runs on Linux x86-64 only")
+
+
+def _count(block, part, parts):  # pragma: no cover - compiled
+    b = numba.carray(int64_pointer(block), 64)
+    b[8 + part] += 1  # each part is its own slot: no two threads write one
+    b[4] = parts
+
+
+_job: list[int] = []
+
+
+def count_job() -> int:
+    if not _job:
+        sig = numba.types.void(numba.types.int64, numba.types.int64, numba.types.int64)
+        _job.append(int(numba.cfunc(sig, nopython=True)(_count).address))
+    return _job[0]
+
+
+@needs_pool
+def test_every_part_runs_once_also_after_the_workers_slept():
+    p = pool.Pool(4)
+    dummy = np.zeros(8, np.uint8)
+    try:
+        for rnd in range(40):
+            parts = 1 + rnd % 4
+            block = np.zeros(64, np.int64)
+            p.run(count_job(), block, parts, dummy, dummy, dummy, dummy)
+            assert block[4] == parts
+            assert block[8:8 + parts].tolist() == [1] * parts
+            assert not block[8 + parts:].any()
+            if rnd % 8 == 7:
+                time.sleep(0.02)  # the workers spin ~0.1 ms, then sleep on the futex
+    finally:
+        p.stop()
+    assert not any(t.is_alive() for t in p.threads)
+
+
+def _ops():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    row = rng.standard_normal(1000).astype(np.float32)
+    h = rng.standard_normal((3, 5, 7, 11, 2, 3, 4, 5)).astype(np.float16)
+    cube = rng.standard_normal((32, 32, 32)).astype(np.float32)
+    a = rng.integers(0, 256, (64, 1000)).astype(np.uint8)
+    b = rng.integers(0, 256, (64, 1000)).astype(np.uint8)
+    one = np.ones((1, 1), np.float32)
+    z = np.full((1, 1), 3, np.uint8)
+    return {
+        "ADD1 + broadcast row + RELU": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD1_OPERATOR_DESC(
+            ATensor=desc(F32, x.shape), BTensor=desc(F32, x.shape, (0, 1)),
+            OutputTensor=desc(F32, x.shape),
+            FusedActivation=DML_ACTIVATION_RELU_OPERATOR_DESC())), [x, row]),
+        "MULTIPLY f16 rank 8": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_MULTIPLY_OPERATOR_DESC(
+            ATensor=desc(F16, h.shape), BTensor=desc(F16, h.shape),
+            OutputTensor=desc(F16, h.shape))), [h, h]),
+        "IDENTITY transposing": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(
+            InputTensor=desc(F32, cube.shape, (1, 32, 1024)),
+            OutputTensor=desc(F32, cube.shape))), [cube]),
+        "QUANTIZED_LINEAR_ADD (scalars)": (DML_OPERATOR_DESC(
+            Desc=DML_ELEMENT_WISE_QUANTIZED_LINEAR_ADD_OPERATOR_DESC(
+                ATensor=desc(U8, a.shape), AScaleTensor=desc(F32, (1, 1)),
+                AZeroPointTensor=desc(U8, (1, 1)), BTensor=desc(U8, b.shape),
+                BScaleTensor=desc(F32, (1, 1)), BZeroPointTensor=desc(U8, (1, 1)),
+                OutputScaleTensor=desc(F32, (1, 1)), OutputZeroPointTensor=desc(U8, (1, 1)),
+                OutputTensor=desc(U8, a.shape))),
+            [a, one * 0.02, z, b, one * 0.03, z, one * 0.05, z]),
+        "tiny ADD": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
+            ATensor=desc(F32, (16,)), BTensor=desc(F32, (16,)), OutputTensor=desc(F32, (16,)))),
+            [row[:16], row[16:32]]),
+    }
+
+
+@pytest.fixture
+def restore():
+    enabled, threads = pool.ENABLED, numba.get_num_threads()
+    yield
+    pool.ENABLED = enabled
+    numba.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", list(_ops()))
+def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore):
+    op, inputs = _ops()[name]
+    dev = DMLCreateDevice1()
+    results = []
+    for enabled in (False, True, None):
+        pool.ENABLED = enabled
+        results.append([o.copy() for o in dev.execute(op, inputs)])
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    if name.startswith("ADD1"):
+        np.testing.assert_array_equal(results[1][0], np.maximum(inputs[0] + inputs[1], 0))
+    if name.startswith("IDENTITY"):
+        np.testing.assert_array_equal(results[1][0], inputs[0].transpose(2, 1, 0))
+
+
+def test_the_thread_count_numba_is_told_is_the_pools(restore):
+    op, inputs = _ops()["ADD1 + broadcast row + RELU"]
+    dev = DMLCreateDevice1()
+    want = np.maximum(inputs[0] + inputs[1], 0)
+    for threads in range(1, int(vars(numba.config)["NUMBA_NUM_THREADS"]) + 1):
+        numba.set_num_threads(threads)
+        [y] = dev.execute(op, inputs)
+        np.testing.assert_array_equal(y, want)
