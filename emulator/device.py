@@ -294,6 +294,7 @@ class IDMLCompiledOperator(CompiledDispatchable):
         # Bind points in binding order, with their tensors (None: absent); fixed for the operator.
         self._slots: dict[str, list[tuple[str, Tensor | None]]] = {
             kind: operator_bind_points(op.validated, kind) for kind in ("input", "output")}
+        self._label = op.name.removeprefix("DML_OPERATOR_")  # named in a first compile's message
 
     @property
     def name(self) -> str:
@@ -383,7 +384,7 @@ class IDMLCompiledOperator(CompiledDispatchable):
         compiled graph runs its nodes through this, under one guard)."""
         from .kernels.jit import compiling_for
 
-        with compiling_for(self.operator.name.removeprefix("DML_OPERATOR_")):
+        with compiling_for(self._label):
             if reserved is None:
                 self.operator.plan.run(regions)
             else:

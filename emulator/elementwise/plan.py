@@ -89,15 +89,15 @@ class ElementWisePlan:
         return cls(block, tuple(n for n, _, _ in inputs), out_name, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from ..kernels.strided import PARAMS, run
+        from ..kernels import strided
 
         arrays = [regions.get(name, _NONE) for name in self.inputs]
         arrays += [_NONE] * (3 - len(arrays)) + [regions[self.output]]
         block = self.block
         if self.scalars:
             block = block.copy()
-            params = block[PARAMS:PARAMS + len(self.scalars)].view(np.float64)
+            params = block[strided.PARAMS:strided.PARAMS + len(self.scalars)].view(np.float64)
             for k, (name, storage) in enumerate(self.scalars):
                 params[k] = (float(typed_view(regions[name], storage)[0]) if name is not None
                              else 0.0)
-        run(block, *arrays)
+        strided.run(block, *arrays)

@@ -27,7 +27,6 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numba
@@ -93,15 +92,22 @@ class _CompileAnnouncer(event.Listener):
 event.register("numba:compile", _CompileAnnouncer())
 
 
-@contextlib.contextmanager
-def compiling_for(operator: str) -> Iterator[None]:
-    """Name the operator whose kernels a launch may compile (for the one-time message)."""
-    previous = getattr(_current, "operator", None)
-    _current.operator = operator
-    try:
-        yield
-    finally:
-        _current.operator = previous
+class compiling_for:
+    """Name the operator whose kernels a launch may compile (for the one-time message). A class,
+    not a generator context: it runs around every dispatch (~1 us instead of ~4)."""
+
+    __slots__ = ("name", "previous")
+
+    def __init__(self, operator: str) -> None:
+        self.name = operator
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_current, "operator", None)
+        _current.operator = self.name
+
+    def __exit__(self, *exc: object) -> None:
+        _current.operator = self.previous
+
 
 kernel = numba.njit(parallel=True, cache=True, nogil=True, fastmath=False, boundscheck=False,
                     error_model="numpy")

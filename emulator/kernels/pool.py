@@ -26,6 +26,7 @@ The pool:
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import platform
 import sys
@@ -157,9 +158,10 @@ def _worker(ctl, tid):  # pragma: no cover - compiled
 
 
 @helper
-def _launch(ctl, job, block, parts, x, y, w, z):  # pragma: no cover - compiled
-    """Run ``job`` on ``parts`` threads (this one included) and wait for all of them. The data
-    addresses of ``x, y, w, z`` go into ``block[0:4]`` first."""
+def _launch(ctl, job, block, parts, most, x, y, w, z):  # pragma: no cover - compiled
+    """Run ``job`` on ``parts`` threads (this one included; at most ``most``) and wait for all of
+    them. The data addresses of ``x, y, w, z`` go into ``block[0:4]`` first."""
+    parts = max(min(parts, most), 1)
     block[0] = _address(x)
     block[1] = _address(y)
     block[2] = _address(w)
@@ -200,10 +202,11 @@ class Pool:
         for t in self.threads:
             t.start()
 
-    def run(self, job: int, block: np.ndarray, parts: int, *arrays: np.ndarray) -> None:
-        parts = max(1, min(parts, self.size))
+    def run(self, job: int, block: np.ndarray, parts: int, *arrays: np.ndarray,
+            most: int | None = None) -> None:
+        """Run ``job`` in ``parts`` parts (at most the pool's size and ``most``)."""
         with self.lock:
-            _launch(self.ctl, job, block, parts, *arrays)
+            _launch(self.ctl, job, block, parts, min(self.size, most or self.size), *arrays)
 
     def stop(self) -> None:
         with self.lock:
@@ -214,38 +217,50 @@ class Pool:
 
 ENABLED: bool | None = None  # None: where the platform allows it (tests force either path)
 _pool: Pool | None = None
-_pid = 0
 _start = threading.Lock()
+
+
+@functools.cache
+def _platform() -> bool:
+    return (sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
+            and os.environ.get("DML_EMULATOR_POOL", "1") != "0")
 
 
 def available() -> bool:
     """Whether launches go to the pool (Linux x86-64, unless ``ENABLED`` says otherwise or
     ``DML_EMULATOR_POOL=0``)."""
-    if ENABLED is not None:
-        return ENABLED
-    return (sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
-            and os.environ.get("DML_EMULATOR_POOL", "1") != "0")
+    return _platform() if ENABLED is None else ENABLED
 
 
 def pool() -> Pool:
     """This process's pool, started at the first call (and again in a forked child)."""
-    global _pool, _pid
-    if _pool is None or _pid != os.getpid():
+    global _pool
+    if _pool is None:
         with _start:
-            if _pool is None or _pid != os.getpid():
+            if _pool is None:
                 _pool = Pool(int(vars(numba.config)["NUMBA_NUM_THREADS"]))
-                _pid = os.getpid()
     return _pool
 
 
-def run(job: int, block: np.ndarray, parts: int, *arrays: Any) -> None:
+def run(job: int, block: Any, parts: int, *arrays: Any) -> None:
     """Run ``job(block, part, parts)`` for every part on the pool, on at most Numba's thread count
-    (``numba.set_num_threads``) of parts; ``arrays`` (four 1-D uint8
-    arrays) give ``block[0:4]`` their data addresses."""
-    pool().run(job, block, min(parts, numba.get_num_threads()), *arrays)
+    (``numba.set_num_threads``) of parts; ``arrays`` (four 1-D uint8 arrays) give ``block[0:4]``
+    their data addresses."""
+    (_pool or pool()).run(job, block, parts, *arrays, most=numba.get_num_threads())
+
+
+def _forget() -> None:
+    """In a forked child: the workers did not come along; the next launch starts new ones."""
+    global _pool, _start
+    _pool = None
+    _start = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget)
 
 
 @atexit.register
 def _shutdown() -> None:
-    if _pool is not None and _pid == os.getpid():
+    if _pool is not None:
         _pool.stop()

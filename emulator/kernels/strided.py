@@ -28,6 +28,7 @@ from llvmlite import ir
 from numba import carray, types
 from numba.extending import intrinsic
 
+from . import pool
 from .activation import activate
 from .jit import c_kernel, inline, kernel, prange
 
@@ -132,9 +133,10 @@ def activation_address() -> int:
 
 
 # The argument block of a launch (int64): the four data addresses (written at launch), the
-# chunk kernel, the rank, kind, aux, p0 … p5 (float64 bits), then sizes, x, y, w and z strides
+# chunk kernel, the rank, kind, aux, p0 … p5 (float64 bits), the parts to cut it into (one per
+# MIN_PART elements, at most the threads there are), then sizes, x, y, w and z strides
 # (``rank`` each). One format for the pool's job and the ``prange`` driver.
-ADDRESSES, FN, RANK, KIND, AUX, PARAMS, HEAD = 0, 4, 5, 6, 7, 8, 14
+ADDRESSES, FN, RANK, KIND, AUX, PARAMS, PARTS, HEAD = 0, 4, 5, 6, 7, 8, 14, 15
 MIN_PART = 8192  # elements: smaller launches use fewer threads (waking one costs ~5 us)
 
 
@@ -144,7 +146,8 @@ def pack(fn: int, sizes: np.ndarray, strides: Sequence[np.ndarray], params: Sequ
     rank = len(sizes)
     block = np.zeros(HEAD + 5 * rank, np.int64)
     block[FN], block[RANK], block[KIND], block[AUX] = fn, rank, kind, aux
-    block[PARAMS:HEAD].view(np.float64)[:] = params
+    block[PARAMS:PARAMS + 6].view(np.float64)[:] = params
+    block[PARTS] = -(-int(np.prod(sizes)) // MIN_PART)
     for k, a in enumerate((sizes, *strides)):
         block[HEAD + k * rank:HEAD + (k + 1) * rank] = a
     return block
@@ -248,14 +251,10 @@ _job: list[int] = []
 def run(block: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, z: np.ndarray) -> None:
     """Run the block (``pack``) over the byte arrays x, y, w (inputs; any unused one a small
     dummy) and z (output): on the pool where it is available, else with ``drive``."""
-    from . import pool
-
     if not pool.available():
         drive(block, x, y, w, z)
         return
     if not _job:
         _job.append(int(c_kernel(types.void(types.int64, types.int64, types.int64))(_part)
                         .address))
-    rank = int(block[RANK])
-    elements = int(np.prod(block[HEAD:HEAD + rank]))
-    pool.run(_job[0], block, -(-elements // MIN_PART), x, y, w, z)
+    pool.run(_job[0], block, block[PARTS], x, y, w, z)
