@@ -13,8 +13,9 @@ import pytest
 
 from descriptors import *
 from emulator import DMLCreateDevice1
-from emulator.kernels import pool
+from emulator.kernels import pool, strided
 from emulator.kernels.strided import int64_pointer
+from emulator.pythonic import run
 
 from .helpers import desc
 
@@ -127,3 +128,43 @@ def test_the_thread_count_numba_is_told_is_the_pools(restore):
         numba.set_num_threads(threads)
         [y] = dev.execute(op, inputs)
         np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_outputs_past_16_mib_are_streamed_with_their_gaps_untouched(enabled, restore):
+    """Outputs of at least STREAM_BYTES with a unit innermost stride go through a buffer and
+    non-temporal stores (kernels/strided.py): rows of odd length (unaligned heads and tails) in
+    a padded output, with a fused activation and a broadcast input."""
+    from emulator import Buffer
+
+    pool.ENABLED = enabled
+    rows, cols, pitch = 2049, 2051, 2053
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((rows, cols)).astype(np.float32)
+    col = rng.standard_normal((rows, 1)).astype(np.float32)
+    out = desc(F32, (rows, cols), (pitch, 1))
+    assert out.Desc.TotalTensorSizeInBytes >= 16 << 20
+    op = DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD1_OPERATOR_DESC(
+        ATensor=desc(F32, a.shape), BTensor=desc(F32, a.shape, (1, 0)), OutputTensor=out,
+        FusedActivation=DML_ACTIVATION_RELU_OPERATOR_DESC()))
+    dev = DMLCreateDevice1()
+    compiled = dev.CompileOperator(dev.CreateOperator(op))
+    block = compiled.operator.plan.block
+    assert block[strided.WIDTH] == 4
+    assert block[strided.STREAM_FROM] == 1  # 4-byte outputs stream on any thread count
+    dst = Buffer(out.Desc.TotalTensorSizeInBytes)
+    raw = dst.numpy(np.float32)
+    raw[:] = 7.0
+    run(dev, compiled, [a, col], [dst.numpy()], "ADD1")
+    view = np.lib.stride_tricks.as_strided(raw, (rows, cols), (pitch * 4, 4))
+    np.testing.assert_array_equal(view, np.maximum(a + col, 0))
+    gaps = raw[:(rows - 1) * pitch].reshape(rows - 1, pitch)[:, cols:]
+    assert (gaps == 7.0).all()
+    # FLOAT16 output (2-byte elements), contiguous.
+    h = rng.standard_normal((4096, 2048)).astype(np.float16)
+    cast = dev.CompileOperator(dev.CreateOperator(DML_OPERATOR_DESC(Desc=DML_CAST_OPERATOR_DESC(
+        InputTensor=desc(F32, h.shape), OutputTensor=desc(F16, h.shape)))))
+    assert cast.operator.plan.block[strided.STREAM_FROM] == strided.STREAM_THREADS
+    cast.operator.plan.block[strided.STREAM_FROM] = 1  # (2-byte outputs: from 8 threads)
+    [y] = run(dev, cast, [h.astype(np.float32)], None, "CAST")
+    np.testing.assert_array_equal(y.view(np.uint16), h.view(np.uint16))

@@ -85,7 +85,8 @@ class ElementWisePlan:
         py_func = getattr(importlib.import_module(module), f"chunk_{variant}")
         read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
-        block = pack(chunk_kernel(py_func, storage), int64s(c[0]), strides, params, kind, aux)
+        block = pack(chunk_kernel(py_func, storage), int64s(c[0]), strides, params, kind, aux,
+                     np.dtype(storage[-1]).itemsize)
         return cls(block, tuple(n for n, _, _ in inputs), out_name, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
