@@ -193,7 +193,11 @@ def place(values: Sequence[tuple[int, int, int]]) -> tuple[list[int], int]:
     return offsets, -(-total // ALIGN) * ALIGN
 
 
-def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGraph:
+def compile_graph(device: IDMLDevice, desc: Any, flags: Any,
+                  kernels: bool = True) -> IDMLCompiledGraph:
+    """IDMLDevice1::CompileGraph. ``kernels=False`` (``dml-emulator check``) checks every graph
+    rule but lets nodes whose operators this emulator cannot run yet through: the result is for
+    validation, not dispatch."""
     level = device.feature_level
     if level < LEVEL_GRAPHS:
         raise DMLError(E_NOINTERFACE, f"{WHERE}: IDMLDevice1::CompileGraph needs "
@@ -228,7 +232,7 @@ def compile_graph(device: IDMLDevice, desc: Any, flags: Any) -> IDMLCompiledGrap
             if not isinstance(op, IDMLOperator) or op._device is not device:
                 raise invalid_arg(f"{WHERE}: {where}.Operator = {show(op)} is invalid: must be an "
                                   "IDMLOperator created by this device")
-            if op.not_executable:
+            if op.not_executable and kernels:
                 raise not_executable(op.spec, level, op.not_executable)
             nodes.append(Node(i, name, IDMLCompiledOperator(op, flags)))
             continue

@@ -721,6 +721,31 @@ def test_a_hand_made_partition_with_a_named_constant_runs(capsys, tmp_path):
     assert code == 0 and "ELEMENT_WISE_ADD1 is valid from DML_FEATURE_LEVEL_2_1" in out, err
 
 
+def test_check_reports_a_valid_graph_it_cannot_run_as_validation_only(capsys, tmp_path,
+                                                                       monkeypatch):
+    """A serialized graph whose operators are valid but not executable here: check says so (exit
+    0, as for single operators); run fails with E_NOTIMPL."""
+    from emulator.registry import OperatorSpec
+
+    from .serialized_builder import build
+    model = hand_made(tmp_path, build(add_constant("k1"), ["x"], ["y"]),
+                      {"k1": np.full(5, 2.5, np.float32).tobytes()})
+    real = OperatorSpec.not_executable_because
+
+    def lacking(self, validated):
+        return ("a test's reason" if self.operator.name.endswith("ADD1")
+                else real(self, validated))
+
+    monkeypatch.setattr(OperatorSpec, "not_executable_because", lacking)
+    code, out, err = cli(capsys, "check", model)
+    assert code == 0, err
+    assert ("ELEMENT_WISE_ADD1 is valid from DML_FEATURE_LEVEL_2_1 as a serialized graph "
+            "(1 operator node, 1 constant) (validation only: not yet executable here: a test's "
+            "reason)") in out, out
+    code, _out, err = cli(capsys, "run", model)
+    assert code != 0 and "E_NOTIMPL" in err and "a test's reason" in err, err
+
+
 @pytest.mark.parametrize("name", ["../outside", "/tmp/outside", "a\0b", "", "..", "c:x"])
 def test_a_constant_file_name_is_never_a_path(capsys, tmp_path, name):
     from .serialized_builder import build
