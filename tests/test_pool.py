@@ -60,6 +60,18 @@ def test_every_part_runs_once_also_after_the_workers_slept():
     assert not any(t.is_alive() for t in p.threads)
 
 
+@needs_pool
+def test_a_launch_after_the_pool_stopped_runs_on_the_caller():
+    """atexit handlers registered before the pool's run after it: their launches must not wait
+    for workers that are gone."""
+    p = pool.Pool(3)
+    dummy = np.zeros(8, np.uint8)
+    p.stop()
+    block = np.zeros(64, np.int64)
+    p.run(count_job(), block, 3, dummy, dummy, dummy, dummy)
+    assert block[4] == 1 and block[8:10].tolist() == [1, 0]
+
+
 def _ops():
     rng = np.random.default_rng(7)
     x = rng.standard_normal((64, 1000)).astype(np.float32)

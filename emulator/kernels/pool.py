@@ -16,7 +16,8 @@ The pool:
   parts)`` and an int64 argument block. Thread ``t`` always runs part ``t``, so a tensor's same
   part stays on the same core from one launch to the next (its cache stays warm).
 - The control word packs the generation and the part count in one atomic int64, so a worker
-  never reads a part count of one launch with the job of another. A worker spins on it (x86
+  never reads a part count of one launch with the job of another; the caller spins on the parts
+  done, then yields its core (more threads than cores: a worker needs it). A worker spins on it (x86
   ``pause``) for about ``SPIN_CYCLES`` and then sleeps on a futex; a launch wakes sleepers.
 - Fork: threads do not survive ``fork()``; the child starts its own pool at its first launch.
 - Linux x86-64 only (futex, ``pause``); elsewhere ``available()`` is False and callers use their
@@ -42,8 +43,9 @@ from numba.extending import intrinsic
 
 from .jit import helper
 
-# The control block (int64): the word (generation << 16 | parts), the job, its argument block,
-# the parts done, the sleeping workers, the stop flag.
+# The control block (int64): the word (parts << 32 | generation), the job, its argument block,
+# the parts done, the sleeping workers, the stop flag. The futex compares the word's low 32 bits,
+# the generation alone: a sleeper's stale value can match only after 2**32 launches.
 WORD, JOB, BLOCK, DONE, SLEEPERS, STOP = range(6)
 SPIN_CYCLES = 1 << 18  # ~100 us at 2.5 GHz of spinning before a worker sleeps
 _SYS_FUTEX = 202  # x86-64
@@ -103,17 +105,28 @@ def _cycles(typingctx):  # pragma: no cover - code generation
 
 @intrinsic
 def _futex(typingctx, arr, idx, op, val):  # pragma: no cover - code generation
-    """``syscall(SYS_futex, &low 32 bits of arr[idx], op, val, NULL, NULL, 0)``."""
+    """``syscall(SYS_futex, &low 32 bits of arr[idx], op, val, NULL, NULL, 0)``, every argument
+    passed as a full 64-bit register (the kernel reads the low 32 bits of op and val)."""
     def codegen(context, builder, sig, args):
         fnty = ir.FunctionType(_I64, [_I64], var_arg=True)
         fn = cgutils.get_or_insert_function(builder.module, fnty, "syscall")
         addr = builder.bitcast(_slot(context, builder, sig.args[0], *args[:2]), _I32.as_pointer())
         null = ir.Constant(_I64, 0)
         builder.call(fn, [ir.Constant(_I64, _SYS_FUTEX), builder.ptrtoint(addr, _I64),
-                          builder.trunc(args[2], _I32), builder.trunc(args[3], _I32), null, null,
-                          ir.Constant(_I32, 0)])
+                          args[2], args[3], null, null, null])
         return context.get_dummy_value()
-    return types.void(arr, idx, op, val), codegen
+    return types.void(arr, idx, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _yield(typingctx):  # pragma: no cover - code generation
+    """``sched_yield()``: give the core to a thread that has work (more threads than cores)."""
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I32, []),
+                                            "sched_yield")
+        builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
 
 
 @intrinsic
@@ -151,7 +164,7 @@ def _worker(ctl, tid):  # pragma: no cover - compiled
         seen = _load(ctl, WORD)
         if _load(ctl, STOP) != 0:
             return
-        parts = seen & 0xFFFF
+        parts = seen >> 32
         if tid < parts:  # the job and block stay as they are until this part is counted
             _call(_load(ctl, JOB), _load(ctl, BLOCK), tid, parts)
             _add(ctl, DONE, 1)
@@ -171,21 +184,24 @@ def _launch(ctl, job, block, parts, most, x, y, w, z):  # pragma: no cover - com
         _store(ctl, JOB, job)
         _store(ctl, BLOCK, address)
         _store(ctl, DONE, 0)
-        word = _load(ctl, WORD)
-        _store(ctl, WORD, ((word >> 16) + 1) << 16 | parts)
+        _store(ctl, WORD, parts << 32 | ((_load(ctl, WORD) + 1) & 0xFFFFFFFF))
         if _load(ctl, SLEEPERS) > 0:
             _futex(ctl, WORD, _FUTEX_WAKE_PRIVATE, 0x7FFFFFFF)
     _call(job, address, 0, parts)
     if parts > 1:
+        start = _cycles()
         while _load(ctl, DONE) != parts - 1:
-            _pause()
+            if _cycles() - start < SPIN_CYCLES:
+                _pause()
+            else:  # a worker is waiting for a core (more threads than cores): let it have this one
+                _yield()
 
 
 @helper
 def _stop(ctl):  # pragma: no cover - compiled
     """Set the stop flag and wake every worker (each then returns)."""
     _store(ctl, STOP, 1)
-    _store(ctl, WORD, ((_load(ctl, WORD) >> 16) + 1) << 16)
+    _store(ctl, WORD, (_load(ctl, WORD) + 1) & 0xFFFFFFFF)
     _futex(ctl, WORD, _FUTEX_WAKE_PRIVATE, 0x7FFFFFFF)
 
 
@@ -193,7 +209,7 @@ class Pool:
     """The worker threads and their control block (one per process)."""
 
     def __init__(self, size: int) -> None:
-        self.size = min(size, 0xFFFF)
+        self.size = max(size, 1)
         self.ctl = np.zeros(8, np.int64)
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=_worker, args=(self.ctl, t), daemon=True,
@@ -209,8 +225,11 @@ class Pool:
             _launch(self.ctl, job, block, parts, min(self.size, most or self.size), *arrays)
 
     def stop(self) -> None:
+        """Stop the workers; later launches (an atexit handler registered before this one's)
+        run on the calling thread alone."""
         with self.lock:
             _stop(self.ctl)
+            self.size = 1
         for t in self.threads:
             t.join(timeout=1.0)
 
