@@ -104,6 +104,28 @@ def _ops():
         "tiny ADD": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
             ATensor=desc(F32, (16,)), BTensor=desc(F32, (16,)), OutputTensor=desc(F32, (16,)))),
             [row[:16], row[16:32]]),
+        # The movement family's index-map copy (kernels/movement.py): affine and reversed runs,
+        # fill pieces, gathered short runs, every element width.
+        "JOIN f16 axis 1": (DML_OPERATOR_DESC(Desc=DML_JOIN_OPERATOR_DESC(
+            InputTensors=[desc(F16, (3, 5, 7, 11, 2, 3, 4, 5)), desc(F16, (3, 2, 7, 11, 2, 3, 4, 5))],
+            OutputTensor=desc(F16, (3, 7, 7, 11, 2, 3, 4, 5)), Axis=1)),
+            [h, h[:, :2].copy()]),
+        "PADDING1 reflection u8": (DML_OPERATOR_DESC(Desc=DML_PADDING1_OPERATOR_DESC(
+            InputTensor=desc(U8, (1, 64, 1000)), OutputTensor=desc(U8, (1, 70, 1013)),
+            PaddingMode=DML_PADDING_MODE_REFLECTION, PaddingValueDataType=U8, PaddingValue=0,
+            StartPadding=(0, 3, 5), EndPadding=(0, 3, 8))), [a[None]]),
+        "PADDING1 constant f32": (DML_OPERATOR_DESC(Desc=DML_PADDING1_OPERATOR_DESC(
+            InputTensor=desc(F32, (64, 1000)), OutputTensor=desc(F32, (70, 1013)),
+            PaddingMode=DML_PADDING_MODE_CONSTANT, PaddingValueDataType=F32, PaddingValue=2.5,
+            StartPadding=(3, 5), EndPadding=(3, 8))), [x]),
+        "DEPTH_TO_SPACE1 f32": (DML_OPERATOR_DESC(Desc=DML_DEPTH_TO_SPACE1_OPERATOR_DESC(
+            InputTensor=desc(F32, (2, 16, 32, 32)), OutputTensor=desc(F32, (2, 4, 64, 64)),
+            BlockSize=2, Order=DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW)), [cube.reshape(2, 16, 32, 32)]),
+        "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
+            InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
+            OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),
+            InputWindowOffsets=[0, 0], InputWindowSizes=[64, 1000],
+            InputWindowStrides=[1, -2])), [x.astype(np.float64)]),
     }
 
 
@@ -130,6 +152,13 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore):
         np.testing.assert_array_equal(results[1][0], np.maximum(inputs[0] + inputs[1], 0))
     if name.startswith("IDENTITY"):
         np.testing.assert_array_equal(results[1][0], inputs[0].transpose(2, 1, 0))
+    if name.startswith("JOIN"):
+        np.testing.assert_array_equal(results[1][0], np.concatenate(inputs, axis=1))
+    if name.startswith("PADDING1 constant"):
+        np.testing.assert_array_equal(results[1][0], np.pad(inputs[0], ((3, 3), (5, 8)),
+                                                             constant_values=2.5))
+    if name.startswith("SLICE1"):
+        np.testing.assert_array_equal(results[1][0], inputs[0][:, ::-2])
 
 
 def test_the_thread_count_numba_is_told_is_the_pools(restore):

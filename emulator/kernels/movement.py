@@ -23,95 +23,176 @@ over every thread.
 from __future__ import annotations
 
 import numpy as np
+from numba import carray, types
 
 from .index import offsets4
-from .jit import inline, kernel, prange
+from .jit import c_kernel, inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
 from .stream import store_fence, stream_copy
+from .strided import int64_pointer, typed_pointer
+
+_u8, _u16, _u32, _u64 = (typed_pointer(t) for t in (types.uint8, types.uint16, types.uint32,
+                                                      types.uint64))
 
 # A streamed run is at least this many elements: a padded row's short runs streamed one by one
 # were 10x slower than cached stores.
 STREAM_RUN = 4096
 
 
+@inline
+def _group(group, per_group, tasks, src, src_base, dst, dst_base, fv, outer, dst_strides, tables,
+           starts, pieces, inner, inner_stride, per_row, stream):  # pragma: no cover - compiled
+    """Work item ``group`` (its tasks ``group·per_group …``), fenced once if it streamed."""
+    rank = outer.shape[0]
+    count = pieces.shape[0]
+    streamed = False
+    for task in range(group * per_group, min(tasks, (group + 1) * per_group)):
+        if per_row:
+            row = np.int64(task)
+            first = np.int64(0)
+            last = count
+        else:
+            row = np.int64(task) // count
+            first = np.int64(task) - row * count
+            last = first + 1
+        s = np.int64(src_base)
+        d = np.int64(dst_base)
+        outside = False
+        rem = row
+        for k in range(rank - 1, -1, -1):
+            c = rem % outer[k]
+            rem //= outer[k]
+            t = tables[starts[k] + c]
+            outside |= t < 0
+            s += t
+            d += c * dst_strides[k]
+        for p in range(first, last):
+            n = np.uint64(pieces[p, 1])
+            kind = pieces[p, 2]
+            # Unsigned element indices from here (as kernels/copy.py): no negative-index
+            # fix-up, so the loops vectorise; a negative step wraps modulo 2^64 to the exact
+            # index.
+            du = np.uint64(d + pieces[p, 0] * inner_stride)
+            ds = np.uint64(inner_stride)
+            if outside or kind == FILL_PIECE:
+                if inner_stride == 1:
+                    for j in range(n):
+                        dst[du + j] = fv
+                else:
+                    for j in range(n):
+                        dst[du + j * ds] = fv
+            elif kind == AFFINE:
+                su = np.uint64(s + pieces[p, 3])
+                step = pieces[p, 4]
+                if inner_stride == 1 and step == 1 and stream and n >= STREAM_RUN:
+                    stream_copy(dst, du, src, su, n)
+                    streamed = True
+                elif inner_stride == 1 and step == 1:
+                    for j in range(n):
+                        dst[du + j] = src[su + j]
+                elif inner_stride == 1 and step == -1:
+                    for j in range(n):
+                        dst[du + j] = src[su - j]
+                elif inner_stride == 1 and step == 0:
+                    v = src[su]
+                    for j in range(n):
+                        dst[du + j] = v
+                else:
+                    ss = np.uint64(step)
+                    for j in range(n):
+                        dst[du + j * ds] = src[su + j * ss]
+            else:
+                su = np.uint64(s)
+                at = np.uint64(pieces[p, 0])
+                for j in range(n):
+                    dst[du + j * ds] = src[su + np.uint64(inner[at + j])]
+    if streamed:
+        store_fence()
+
+
 @kernel
 def map_copy(src, src_base, dst, dst_base, fill, outer, dst_strides, tables, starts, pieces,
              inner, inner_stride, per_row, stream, groups):  # pragma: no cover
-    rank = outer.shape[0]
-    rows = np.int64(1)
-    for k in range(rank):
-        rows *= outer[k]
-    count = pieces.shape[0]
+    """The copy on Numba's threads (where kernels/pool.py is not available)."""
+    tasks, per_group, items = _split(outer, pieces, per_row, groups)
     fv = fill[0]
-    # A task is a whole row (all its pieces: one offset computation for many short pieces) when
-    # there are rows enough to share out, else one piece of a row. A work item is a run of
-    # tasks (at most ``groups`` of them), fenced once if it streamed.
-    tasks = rows if per_row else rows * count
+    for group in prange(items):
+        _group(group, per_group, tasks, src, src_base, dst, dst_base, fv, outer, dst_strides,
+               tables, starts, pieces, inner, inner_stride, per_row, stream)
+
+
+@inline
+def _split(outer, pieces, per_row, groups):  # pragma: no cover - compiled
+    """(tasks, tasks per work item, work items): a task is a whole row (all its pieces: one
+    offset computation for many short pieces) when there are rows enough to share out, else one
+    piece of a row; a work item is a run of at most ``groups`` of them."""
+    rows = np.int64(1)
+    for k in range(outer.shape[0]):
+        rows *= outer[k]
+    tasks = rows if per_row else rows * pieces.shape[0]
     per_group = (tasks + groups - 1) // groups
-    for group in prange((tasks + per_group - 1) // per_group):
-        streamed = False
-        for task in range(group * per_group, min(tasks, (group + 1) * per_group)):
-            if per_row:
-                row = np.int64(task)
-                first = np.int64(0)
-                last = count
-            else:
-                row = np.int64(task) // count
-                first = np.int64(task) - row * count
-                last = first + 1
-            s = np.int64(src_base)
-            d = np.int64(dst_base)
-            outside = False
-            rem = row
-            for k in range(rank - 1, -1, -1):
-                c = rem % outer[k]
-                rem //= outer[k]
-                t = tables[starts[k] + c]
-                outside |= t < 0
-                s += t
-                d += c * dst_strides[k]
-            for p in range(first, last):
-                n = np.uint64(pieces[p, 1])
-                kind = pieces[p, 2]
-                # Unsigned element indices from here (as kernels/copy.py): no negative-index
-                # fix-up, so the loops vectorise; a negative step wraps modulo 2^64 to the exact
-                # index.
-                du = np.uint64(d + pieces[p, 0] * inner_stride)
-                ds = np.uint64(inner_stride)
-                if outside or kind == FILL_PIECE:
-                    if inner_stride == 1:
-                        for j in range(n):
-                            dst[du + j] = fv
-                    else:
-                        for j in range(n):
-                            dst[du + j * ds] = fv
-                elif kind == AFFINE:
-                    su = np.uint64(s + pieces[p, 3])
-                    step = pieces[p, 4]
-                    if inner_stride == 1 and step == 1 and stream and n >= STREAM_RUN:
-                        stream_copy(dst, du, src, su, n)
-                        streamed = True
-                    elif inner_stride == 1 and step == 1:
-                        for j in range(n):
-                            dst[du + j] = src[su + j]
-                    elif inner_stride == 1 and step == -1:
-                        for j in range(n):
-                            dst[du + j] = src[su - j]
-                    elif inner_stride == 1 and step == 0:
-                        v = src[su]
-                        for j in range(n):
-                            dst[du + j] = v
-                    else:
-                        ss = np.uint64(step)
-                        for j in range(n):
-                            dst[du + j * ds] = src[su + j * ss]
-                else:
-                    su = np.uint64(s)
-                    at = np.uint64(pieces[p, 0])
-                    for j in range(n):
-                        dst[du + j * ds] = src[su + np.uint64(inner[at + j])]
-        if streamed:
-            store_fence()
+    return tasks, per_group, (tasks + per_group - 1) // per_group
+
+
+# The pool's jobs (kernels/pool.py), one per element width: the argument block holds the data
+# addresses (src, dst, fill: written at launch), the lengths, scalars and the plan's arrays.
+SRC_LEN, DST_LEN, SRC_BASE, DST_BASE, RANK, COUNT, INNER_STRIDE, PER_ROW, STREAM, GROUPS, \
+    OUTER, DST_STRIDES, TABLES, TABLES_LEN, STARTS, STARTS_LEN, PIECES, INNER, INNER_LEN, \
+    BLOCK = range(4, 24)
+
+
+@inline
+def _copy_part(b, src, dst, fill, part, parts):  # pragma: no cover - compiled
+    rank = b[RANK]
+    outer = carray(int64_pointer(b[OUTER]), rank)
+    dst_strides = carray(int64_pointer(b[DST_STRIDES]), rank)
+    tables = carray(int64_pointer(b[TABLES]), b[TABLES_LEN])
+    starts = carray(int64_pointer(b[STARTS]), b[STARTS_LEN])
+    pieces = carray(int64_pointer(b[PIECES]), (b[COUNT], 5))
+    inner = carray(int64_pointer(b[INNER]), b[INNER_LEN])
+    per_row = b[PER_ROW] != 0
+    tasks, per_group, items = _split(outer, pieces, per_row, b[GROUPS])
+    for group in range(items * part // parts, items * (part + 1) // parts):
+        _group(group, per_group, tasks, src, b[SRC_BASE], dst, b[DST_BASE], fill[0], outer,
+               dst_strides, tables, starts, pieces, inner, b[INNER_STRIDE], per_row,
+               b[STREAM] != 0)
+
+
+def _copy_part1(block, part, parts):  # pragma: no cover - compiled
+    b = carray(int64_pointer(block), BLOCK)
+    _copy_part(b, carray(_u8(b[0]), b[SRC_LEN]), carray(_u8(b[1]), b[DST_LEN]),
+               carray(_u8(b[2]), 1), part, parts)
+
+
+def _copy_part2(block, part, parts):  # pragma: no cover - compiled
+    b = carray(int64_pointer(block), BLOCK)
+    _copy_part(b, carray(_u16(b[0]), b[SRC_LEN]), carray(_u16(b[1]), b[DST_LEN]),
+               carray(_u16(b[2]), 1), part, parts)
+
+
+def _copy_part4(block, part, parts):  # pragma: no cover - compiled
+    b = carray(int64_pointer(block), BLOCK)
+    _copy_part(b, carray(_u32(b[0]), b[SRC_LEN]), carray(_u32(b[1]), b[DST_LEN]),
+               carray(_u32(b[2]), 1), part, parts)
+
+
+def _copy_part8(block, part, parts):  # pragma: no cover - compiled
+    b = carray(int64_pointer(block), BLOCK)
+    _copy_part(b, carray(_u64(b[0]), b[SRC_LEN]), carray(_u64(b[1]), b[DST_LEN]),
+               carray(_u64(b[2]), 1), part, parts)
+
+
+_JOBS = {1: _copy_part1, 2: _copy_part2, 4: _copy_part4, 8: _copy_part8}
+_addresses: dict[int, int] = {}
+
+
+def copy_job(width: int) -> int:
+    """The address of the pool job copying elements of ``width`` bytes (compiled on first use)."""
+    address = _addresses.get(width)
+    if address is None:
+        sig = types.void(types.int64, types.int64, types.int64)
+        address = _addresses[width] = int(c_kernel(sig)(_JOBS[width]).address)
+    return address
 
 
 @kernel

@@ -191,12 +191,20 @@ def int64_pointer(typingctx, addr):  # pragma: no cover - code generation
     return types.CPointer(types.int64)(types.int64), codegen
 
 
-@intrinsic
-def _bytes(typingctx, addr):  # pragma: no cover - code generation
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], _PTR)
+def typed_pointer(element: Any) -> Any:
+    """An intrinsic: an int64 address as a pointer to ``element`` (a Numba scalar type), for
+    ``numba.carray`` in jobs that receive their arrays as addresses."""
+    @intrinsic
+    def pointer(typingctx, addr):  # pragma: no cover - code generation
+        def codegen(context, builder, sig, args):
+            return builder.inttoptr(args[0], context.get_value_type(element).as_pointer())
 
-    return types.CPointer(types.uint8)(types.int64), codegen
+        return types.CPointer(element)(types.int64), codegen
+
+    return pointer
+
+
+_bytes = typed_pointer(types.uint8)
 
 
 @intrinsic

@@ -141,18 +141,21 @@ class IndexMap:
             inner = np.zeros(1, np.int64)
         else:
             pieces, inner = _pieces(last.table), last.table
+        # (int64 and contiguous: the pool's copy job reads these arrays by address)
+        joined = np.concatenate(outer_tables) if outer_tables else np.zeros(1, np.int64)
         return cls(src, dst, element_size, np.array([d.n for d in outer], np.int64),
                    np.array([d.stride for d in outer], np.int64),
-                   np.concatenate(outer_tables) if outer_tables else np.zeros(1, np.int64),
-                   starts if outer_tables else np.zeros(0, np.int64), pieces, inner, last.n,
-                   last.stride, src_base, dst_base, fill)
+                   np.ascontiguousarray(joined, np.int64),
+                   starts if outer_tables else np.zeros(0, np.int64),
+                   np.ascontiguousarray(pieces, np.int64), np.ascontiguousarray(inner, np.int64),
+                   last.n, last.stride, src_base, dst_base, fill)
 
     def run(self, regions: Mapping[str, np.ndarray], fill_value: np.ndarray | None = None) -> None:
         """``fill_value``: a 1-element array of the element's width read at dispatch (ONE_HOT's
         OffValue), instead of the plan's fill bits."""
         import numba
 
-        from ..kernels.movement import map_copy
+        from ..kernels import movement, pool
 
         dst = element_view(regions[self.dst], self.element_size)
         src = element_view(regions[self.src], self.element_size) if self.src is not None \
@@ -161,10 +164,24 @@ class IndexMap:
             else fill_value
         rows = int(np.prod(self.outer))
         written = rows * self.inner_size * self.element_size
-        map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer, self.dst_strides,
-                 self.tables, self.starts, self.pieces, self.inner, self.inner_stride,
-                 rows >= ROWS_PER_THREAD * numba.get_num_threads(), written >= STREAM_BYTES,
-                 work_items())
+        threads = numba.get_num_threads()
+        per_row, stream, groups = rows >= ROWS_PER_THREAD * threads, written >= STREAM_BYTES, \
+            work_items()
+        if not pool.available():
+            movement.map_copy(src, self.src_base, dst, self.dst_base, fill, self.outer,
+                              self.dst_strides, self.tables, self.starts, self.pieces,
+                              self.inner, self.inner_stride, per_row, stream, groups)
+            return
+        # The same work items on kernels/pool.py (a part is a run of them): the plan's arrays
+        # by address (they live as long as the plan), src/dst/fill written at launch.
+        block = np.array([0, 0, 0, 0, src.size, dst.size, self.src_base, self.dst_base,
+                          self.outer.size, self.pieces.shape[0], self.inner_stride, per_row,
+                          stream, groups, self.outer.ctypes.data, self.dst_strides.ctypes.data,
+                          self.tables.ctypes.data, self.tables.size, self.starts.ctypes.data,
+                          self.starts.size, self.pieces.ctypes.data, self.inner.ctypes.data,
+                          self.inner.size], np.int64)
+        pool.run(movement.copy_job(self.element_size), block, threads,
+                 *(a.view(np.uint8) for a in (src, dst, fill, fill)))
 
 
 def _pieces(table: np.ndarray) -> np.ndarray:
