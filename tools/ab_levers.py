@@ -1,0 +1,127 @@
+# ruff: noqa: F403, F405 - the DirectML names, as tests use them
+"""Measure one lever A/B in one process: the same prepared dispatch, timed in interleaved rounds
+with only the lever switched, so that a noisy machine's drift falls on both sides alike.
+
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py pool     # own worker pool vs Numba's prange
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
+
+``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
+``stream`` switches the element-wise block's STREAM_FROM between 1 and never (ADD, broadcast
+ADDs, CAST f32 -> f16, GREATER). Prints the median ms of each side. These measured the decisions
+in docs/decisions.md ("Element-wise launches on an own worker pool") and kernels/strided.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import Prepared
+from descriptors import *
+from emulator.kernels import pool, strided
+
+F32 = DML_TENSOR_DATA_TYPE_FLOAT32
+
+
+def _elementwise() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    rng = np.random.default_rng(0)
+    n = 16 << 20
+    x, y = (rng.random(n, np.float32) for _ in range(2))
+    a = rng.random((4096, 4096), np.float32)
+    t, o16, o8 = (tensor_desc((n,), d) for d in
+                  (F32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_UINT8))
+    sq = tensor_desc((4096, 4096), F32)
+
+    def bcast(strides):
+        return DML_TENSOR_DESC(Desc=DML_BUFFER_TENSOR_DESC(
+            DataType=F32, Sizes=(4096, 4096), Strides=strides, TotalTensorSizeInBytes=4096 * 4))
+
+    def op(d):
+        return DML_OPERATOR_DESC(Desc=d)
+
+    return {
+        "ADD f32 16M": (op(DML_ELEMENT_WISE_ADD_OPERATOR_DESC(t, t, t)),
+                        [x, y], [np.empty(n, np.float32)]),
+        "ADD [4096,4096] + row": (op(DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
+            sq, bcast((0, 1)), sq)), [a, a[0].copy()], [np.empty_like(a)]),
+        "ADD [4096,4096] + column": (op(DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
+            sq, bcast((1, 0)), sq)), [a, a[:, 0].copy()], [np.empty_like(a)]),
+        "CAST f32 -> f16 16M": (op(DML_CAST_OPERATOR_DESC(t, o16)),
+                                [x], [np.empty(n, np.float16)]),
+        "GREATER f32 -> u8 16M": (op(DML_ELEMENT_WISE_LOGICAL_GREATER_THAN_OPERATOR_DESC(
+            t, t, o8)), [x, y], [np.empty(n, np.uint8)]),
+    }
+
+
+def _movement() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    rng = np.random.default_rng(0)
+    parts = [rng.standard_normal((32, 64, 56, 56)).astype(np.float32) for _ in range(4)]
+    big = np.concatenate(parts, axis=1)
+    return {
+        "JOIN 4 x [32,64,56,56] axis 1": (DML_OPERATOR_DESC(Desc=DML_JOIN_OPERATOR_DESC(
+            InputTensors=[tensor_desc(p) for p in parts], OutputTensor=tensor_desc(big),
+            Axis=1)), parts, [np.empty_like(big)]),
+        "SPLIT [32,256,56,56] in 4": (DML_OPERATOR_DESC(Desc=DML_SPLIT_OPERATOR_DESC(
+            InputTensor=tensor_desc(big), OutputTensors=[tensor_desc(p) for p in parts],
+            Axis=1)), [big], [np.empty_like(p) for p in parts]),
+        "PADDING1 constant by 3": (DML_OPERATOR_DESC(Desc=DML_PADDING1_OPERATOR_DESC(
+            InputTensor=tensor_desc(parts[0]),
+            OutputTensor=tensor_desc((32, 64, 62, 62), F32),
+            PaddingMode=DML_PADDING_MODE_CONSTANT, PaddingValueDataType=F32,
+            PaddingValue=0.0, StartPadding=(0, 0, 3, 3), EndPadding=(0, 0, 3, 3))),
+            [parts[0]], [np.empty((32, 64, 62, 62), np.float32)]),
+    }
+
+
+def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int,
+            repeat: int) -> tuple[float, float]:
+    """Median seconds of ``run`` with the lever on, then off (interleaved rounds)."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for on in (True, False):
+        switch(on)
+        run()  # compile / warm both sides first
+    for _ in range(rounds):
+        for on in (True, False):
+            switch(on)
+            run()
+            start = time.perf_counter()
+            for _ in range(repeat):
+                run()
+            times[on].append((time.perf_counter() - start) / repeat)
+    return float(np.median(times[True])), float(np.median(times[False]))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("lever", choices=["pool", "stream"])
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args()
+    cases = {**_elementwise(), **_movement()} if args.lever == "pool" else _elementwise()
+    on, off = ("pool", "prange") if args.lever == "pool" else ("streamed", "cached")
+    print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
+    for name, (desc, ins, outs) in cases.items():
+        prepared = Prepared(desc, ins, outs, level="6_4")
+
+        def switch(value: bool, prepared: Prepared = prepared) -> None:
+            if args.lever == "pool":
+                pool.ENABLED = value
+            else:
+                block = prepared.compiled.operator.plan.block
+                block[strided.STREAM_FROM] = 1 if value else 1 << 62
+
+        a, b = measure(prepared, switch, args.rounds, args.repeat)
+        print(f"{name:<32}{a * 1e3:>12.3f}{b * 1e3:>12.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
