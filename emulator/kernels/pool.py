@@ -138,7 +138,8 @@ def _call(typingctx, fn, block, part, parts):  # pragma: no cover - code generat
 
 
 @intrinsic
-def _address(typingctx, arr):  # pragma: no cover - code generation
+def address(typingctx, arr):  # pragma: no cover - code generation
+    """The data address of an array, as an int64."""
     def codegen(context, builder, sig, args):
         return builder.ptrtoint(context.make_array(sig.args[0])(context, builder, args[0]).data,
                                 _I64)
@@ -175,19 +176,19 @@ def _launch(ctl, job, block, parts, most, x, y, w, z):  # pragma: no cover - com
     """Run ``job`` on ``parts`` threads (this one included; at most ``most``) and wait for all of
     them. The data addresses of ``x, y, w, z`` go into ``block[0:4]`` first."""
     parts = max(min(parts, most), 1)
-    block[0] = _address(x)
-    block[1] = _address(y)
-    block[2] = _address(w)
-    block[3] = _address(z)
-    address = _address(block)
+    block[0] = address(x)
+    block[1] = address(y)
+    block[2] = address(w)
+    block[3] = address(z)
+    at = address(block)
     if parts > 1:
         _store(ctl, JOB, job)
-        _store(ctl, BLOCK, address)
+        _store(ctl, BLOCK, at)
         _store(ctl, DONE, 0)
         _store(ctl, WORD, parts << 32 | ((_load(ctl, WORD) + 1) & 0xFFFFFFFF))
         if _load(ctl, SLEEPERS) > 0:
             _futex(ctl, WORD, _FUTEX_WAKE_PRIVATE, 0x7FFFFFFF)
-    _call(job, address, 0, parts)
+    _call(job, at, 0, parts)
     if parts > 1:
         start = _cycles()
         while _load(ctl, DONE) != parts - 1:

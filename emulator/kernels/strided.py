@@ -79,16 +79,6 @@ def data_pointer(typingctx, arr):  # pragma: no cover - code generation
 
 
 @intrinsic
-def data_pointer_int(typingctx, arr):  # pragma: no cover - code generation
-    """The data pointer of an array, as an int64."""
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        return builder.ptrtoint(ary.data, _I64)
-
-    return types.int64(arr), codegen
-
-
-@intrinsic
 def call_chunk(typingctx, fn, xp, xo, xt, yp, yo, yt, wp, wo, wt, zp, zo, zt, n,
                p0, p1, p2, p3, p4, p5, kind, aux):  # pragma: no cover - code generation
     """Call the chunk kernel at address ``fn``."""
@@ -183,14 +173,6 @@ def _pointer(typingctx, addr):  # pragma: no cover - code generation
     return types.voidptr(types.int64), codegen
 
 
-@intrinsic
-def int64_pointer(typingctx, addr):  # pragma: no cover - code generation
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], _I64.as_pointer())
-
-    return types.CPointer(types.int64)(types.int64), codegen
-
-
 def typed_pointer(element: Any) -> Any:
     """An intrinsic: an int64 address as a pointer to ``element`` (a Numba scalar type), for
     ``numba.carray`` in jobs that receive their arrays as addresses."""
@@ -205,14 +187,8 @@ def typed_pointer(element: Any) -> Any:
 
 
 _bytes = typed_pointer(types.uint8)
-
-
-@intrinsic
-def _floats(typingctx, addr):  # pragma: no cover - code generation
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], _DBL.as_pointer())
-
-    return types.CPointer(types.float64)(types.int64), codegen
+int64_pointer = typed_pointer(types.int64)
+_floats = typed_pointer(types.float64)
 
 
 @inline
@@ -290,10 +266,10 @@ def drive(block, x, y, w, z, threads):  # pragma: no cover
     """``z[c] = f(x[c], y[c], w[c])`` for every coordinate c of the block's sizes, on Numba's
     ``threads`` threads (where the pool is not available): the tensors are byte arrays."""
     b = block.copy()  # the caller's block is shared by threads running the same plan
-    b[0] = data_pointer_int(x)
-    b[1] = data_pointer_int(y)
-    b[2] = data_pointer_int(w)
-    b[3] = data_pointer_int(z)
+    b[0] = pool.address(x)
+    b[1] = pool.address(y)
+    b[2] = pool.address(w)
+    b[3] = pool.address(z)
     f = b.view(np.float64)
     width = b[WIDTH] if threads >= b[STREAM_FROM] else 0
     tasks, chunks = _tasks(b)
