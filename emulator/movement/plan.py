@@ -174,12 +174,20 @@ class IndexMap:
             return
         # The same work items on kernels/pool.py (a part is a run of them): the plan's arrays
         # by address (they live as long as the plan), src/dst/fill written at launch.
-        block = np.array([0, 0, 0, 0, src.size, dst.size, self.src_base, self.dst_base,
-                          self.outer.size, self.pieces.shape[0], self.inner_stride, per_row,
-                          stream, groups, self.outer.ctypes.data, self.dst_strides.ctypes.data,
-                          self.tables.ctypes.data, self.tables.size, self.starts.ctypes.data,
-                          self.starts.size, self.pieces.ctypes.data, self.inner.ctypes.data,
-                          self.inner.size], np.int64)
+        m = movement
+        block = np.zeros(m.BLOCK, np.int64)
+        for slot, value in ((m.SRC_LEN, src.size), (m.DST_LEN, dst.size),
+                            (m.SRC_BASE, self.src_base), (m.DST_BASE, self.dst_base),
+                            (m.RANK, self.outer.size), (m.COUNT, self.pieces.shape[0]),
+                            (m.INNER_STRIDE, self.inner_stride), (m.PER_ROW, per_row),
+                            (m.STREAM, stream), (m.GROUPS, groups),
+                            (m.OUTER, self.outer.ctypes.data),
+                            (m.DST_STRIDES, self.dst_strides.ctypes.data),
+                            (m.TABLES, self.tables.ctypes.data), (m.TABLES_LEN, self.tables.size),
+                            (m.STARTS, self.starts.ctypes.data), (m.STARTS_LEN, self.starts.size),
+                            (m.PIECES, self.pieces.ctypes.data), (m.INNER, self.inner.ctypes.data),
+                            (m.INNER_LEN, self.inner.size)):
+            block[slot] = value
         pool.run(movement.copy_job(self.element_size), block, threads,
                  *(a.view(np.uint8) for a in (src, dst, fill, fill)))
 
