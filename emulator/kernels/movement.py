@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, types
 
+from . import pool
 from .index import offsets4
-from .jit import c_kernel, inline, kernel, prange
+from .jit import inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
 from .stream import store_fence, stream_copy
 from .strided import int64_pointer, typed_pointer
@@ -183,16 +184,11 @@ def _copy_part8(block, part, parts):  # pragma: no cover - compiled
 
 
 _JOBS = {1: _copy_part1, 2: _copy_part2, 4: _copy_part4, 8: _copy_part8}
-_addresses: dict[int, int] = {}
 
 
 def copy_job(width: int) -> int:
     """The address of the pool job copying elements of ``width`` bytes (compiled on first use)."""
-    address = _addresses.get(width)
-    if address is None:
-        sig = types.void(types.int64, types.int64, types.int64)
-        address = _addresses[width] = int(c_kernel(sig)(_JOBS[width]).address)
-    return address
+    return pool.job(_JOBS[width])
 
 
 @kernel

@@ -41,7 +41,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import helper
+from .jit import c_kernel, helper
 
 # The control block (int64): the word (parts << 32 | generation), the job, its argument block,
 # the parts done, the sleeping workers, the stop flag. The futex compares the word's low 32 bits,
@@ -260,6 +260,13 @@ def pool() -> Pool:
             if _pool is None:
                 _pool = Pool(int(vars(numba.config)["NUMBA_NUM_THREADS"]))
     return _pool
+
+
+@functools.cache
+def job(py_func: Any) -> int:
+    """The address of ``py_func(block, part, parts)`` compiled as a job (C-callable, all int64;
+    compiled on first use, cached on disk)."""
+    return int(c_kernel(types.void(types.int64, types.int64, types.int64))(py_func).address)
 
 
 def run(job: int, block: Any, parts: int, *arrays: Any) -> None:

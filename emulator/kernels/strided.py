@@ -280,16 +280,10 @@ def drive(block, x, y, w, z, threads):  # pragma: no cover
             store_fence()
 
 
-_job: list[int] = []
-
-
 def run(block: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray, z: np.ndarray) -> None:
     """Run the block (``pack``) over the byte arrays x, y, w (inputs; any unused one a small
     dummy) and z (output): on the pool where it is available, else with ``drive``."""
     if not pool.available():
         drive(block, x, y, w, z, numba.get_num_threads())
         return
-    if not _job:
-        _job.append(int(c_kernel(types.void(types.int64, types.int64, types.int64))(_part)
-                        .address))
-    pool.run(_job[0], block, block[PARTS], x, y, w, z)
+    pool.run(pool.job(_part), block, block[PARTS], x, y, w, z)
