@@ -420,13 +420,15 @@ def test_every_float16_input(device, row):
 
 
 FAST = [r for r in ROWS if r.fast32 is not None]
+# Where tanh32's and erf32's pieces meet (and their centres, kernels/vmath.py).
+SEAMS = np.array([0.625, 0.75, 1.0, 1.25, 3.92, 10.0, 0.81272113, 0.9931337], np.float32)
 
 
 @pytest.mark.parametrize("row", FAST, ids=lambda r: r.name)
 def test_vectorised_float32_math_within_one_ulp(device, row):
-    """The rows whose FLOAT32 path is kernels/vmath.py's polynomial: 300,000 float32 inputs (any
-    bit pattern, a dense band, tiny values and the edges) within 1 ULP of the float64 function
-    rounded once."""
+    """The rows whose FLOAT32 path is kernels/vmath.py's polynomials: 300,000 float32 inputs (any
+    bit pattern, a dense band, tiny values, the edges and the pieces' seams) within 1 ULP of the
+    float64 function rounded once."""
     rng = np.random.default_rng(3)
     x = np.concatenate([
         rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
@@ -434,7 +436,8 @@ def test_vectorised_float32_math_within_one_ulp(device, row):
         (rng.standard_normal(20_000) * 1e-4).astype(np.float32),
         np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, -87.33655, -103.97,
                   -103.98, 1e-45, -1e-45, 0.0625, -0.0625, 9.01, -9.01, 1.0, -1.0,
-                  0.99999994, 1.0000001, 3.9999998, 4.0, -4.0000005, 44.9, 45.1], np.float32)])
+                  0.99999994, 1.0000001, 3.9999998, 4.0, -4.0000005, 44.9, 45.1], np.float32),
+        SEAMS, np.nextafter(SEAMS, np.inf), np.nextafter(SEAMS, -np.inf), -SEAMS])
     op = desc_of(row, {"InputTensor": tensor_desc(x), "OutputTensor": tensor_desc(x)}, {})
     [y] = device.execute(op, [x])
     want = compute(row, device.CreateOperator(op).validated.values, [x])

@@ -24,7 +24,7 @@ depend on the thread count, so the bytes do not either, and the only synchronisa
 is the end of the parallel loop.
 
 Activations: SIGMOID as 1 / (1 + exp(-x)) in FLOAT32 with ``vmath.exp32`` (a few ULP), TANH by
-``vmath.tanh64`` (within 1 ULP), ELEMENT_WISE_CLIP with Direct3D's max/min (all three in
+``vmath.tanh32`` (within 1 ULP), ELEMENT_WISE_CLIP with Direct3D's max/min (all three in
 ``_activate32``, a C-callable kernel called by address), IDENTITY as nothing; every other one
 through the shared activation kernel (``strided.activation_address``) on a float64 copy of the
 row's gate, so each formula is written once (``kernels/activation.py``).
@@ -40,7 +40,7 @@ from numba.extending import intrinsic
 
 from ..kernels.jit import c_kernel, helper, kernel, prange
 from ..kernels.strided import call_activation, data_pointer
-from ..kernels.vmath import exp32, tanh64
+from ..kernels.vmath import exp32, tanh32
 from .kernels import _sgemm32, _sgemm64
 
 RNN, GRU, LSTM = 0, 1, 2  # modes
@@ -67,7 +67,7 @@ def _activate32(bufp, n, kind, p0, p1):  # pragma: no cover - compiled
             buf[j] = _ONE / (_ONE + exp32(-buf[j]))
     elif kind == TANH:
         for j in range(np.uint64(n)):
-            buf[j] = np.float32(tanh64(buf[j]))
+            buf[j] = tanh32(buf[j])
     elif kind == CLIP:  # min(Max, max(Min, x)), Direct3D's: a NaN operand gives the other
         lo, hi = np.float32(p0), np.float32(p1)
         for j in range(np.uint64(n)):

@@ -15,8 +15,9 @@ A row says what the operator computes, once, for everything that needs it:
 - ``int_params``: for integer tensors, the parameters as exact integers (CLIP1's 64-bit union
   bounds), passed to the integer body instead of ``params``' floats;
 - ``ulp``: the bound between kernel and reference for float tensors (0: bit-exact);
-- ``fast32``: for FLOAT32 and FLOAT16 tensors, a vectorisable float64 version of the function
-  (``kernels/vmath.py``: relative error below 2**-44, so within the row's 1 ULP once rounded);
+- ``fast32``: for FLOAT32 and FLOAT16 tensors, a vectorisable float32 version of the function
+  (``kernels/vmath.py``: within 1 ULP of the exact value over every float32 input, proved by
+  ``python -m emulator.kernels.vmath``);
 - ``exact32``: the float function is exact or one IEEE operation, so computing FLOAT32 and FLOAT16
   tensors in float32 gives the same correctly rounded result as float64 (faster: no widening);
 - ``output``: ``"same"`` (the output has the inputs' kind of type), ``"flag"`` (a 0/1 result in
@@ -116,7 +117,7 @@ class Row:
 
 
 # libm function -> its vectorisable FLOAT32/FLOAT16 version (kernels/vmath.py)
-VMATH = {"math.exp": "exp32(a)", "math.tanh": "tanh64(a)", "math.erf": "erf64(a)"}
+VMATH = {"math.exp": "exp32(a)", "math.tanh": "tanh32(a)", "math.erf": "erf32(a)"}
 
 # Direct3D's max and min (docs/decisions.md): a >= b ? a : b and a < b ? a : b, and the operand
 # that is not NaN where one is.
@@ -297,7 +298,7 @@ def _activation_row(act: Activation) -> Row:
 
 # Activations whose formula is exact (a select or a copy): FLOAT32/16 computed in float32.
 _ACTIVATION_EXACT = {OP.DML_OPERATOR_ACTIVATION_IDENTITY, OP.DML_OPERATOR_ACTIVATION_RELU}
-_ACTIVATION_FAST = {OP.DML_OPERATOR_ACTIVATION_TANH: "tanh64(a)"}
+_ACTIVATION_FAST = {OP.DML_OPERATOR_ACTIVATION_TANH: "tanh32(a)"}
 # Where the support tables admit integer tensors (5_1): RELU's max(0, x) exactly; SHRINK (FLOAT
 # Bias and Threshold) in float64, converted as CAST converts.
 _ACTIVATION_INT = {OP.DML_OPERATOR_ACTIVATION_RELU: "a if a > 0 else a - a"}

@@ -108,6 +108,39 @@ def fma(typingctx, a, b, c):  # pragma: no cover - code generation
     return a(a, a, a), codegen
 
 
+@intrinsic
+def wide_vectors(typingctx):  # pragma: no cover - code generation
+    """Let LLVM vectorise the function this is inlined into with the CPU's widest vectors: its
+    "prefer-vector-width" attribute set to 512. LLVM prefers 256-bit vectors on many AVX-512
+    CPUs (its "prefer-256-bit" tuning, Numba's default features), which halves the lanes of
+    compute-bound loops such as ``vmath``'s; the attribute is per function, so no other code in
+    the process changes (Numba's CPU features are process-wide). Ignored where the CPU has no
+    512-bit vectors, and by other architectures."""
+    def codegen(context, builder, sig, args):
+        # llvmlite's attribute set checks names against a fixed list without string attributes
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def pow2_shifted(typingctx, t):  # pragma: no cover - code generation
+    """2**k as a float32, from t = 1.5·2**23 + k (a "shifter" sum that rounded k to an integer
+    in t's low bits), for -127 < k < 128: the exponent field is (bits(t) + 127) << 23, since
+    the shifter's own bits all shift out. In 32-bit integer IR (Numba would widen the
+    arithmetic to 64 bits, which costs vector shuffles)."""
+    if t != types.float32:
+        return None
+    i32 = ir.IntType(32)
+
+    def codegen(context, builder, sig, args):
+        b = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, 127))
+        return builder.bitcast(builder.shl(b, ir.Constant(i32, 23)), ir.FloatType())
+
+    return types.float32(types.float32), codegen
+
+
 @inline
 def double_to_half(v):  # pragma: no cover
     """float64 → float16 bits, rounded once to nearest even (via float32 rounded to odd)."""

@@ -1,21 +1,21 @@
-"""Vectorisable math for FLOAT32 and FLOAT16 results: no calls, no branches (selects), FMAs,
-polynomials as four interleaved chains (``poly4``), and no float-to-integer conversions (the
-exponent comes from a shifter's bits), so LLVM turns a loop of them into vector code. libm's
-functions are scalar calls, and Numba's SVML route needs an SVML-patched llvmlite, which PyPI's
-wheels are not.
+"""Vectorisable math for FLOAT32 and FLOAT16 results: no calls, no branches (selects), FMAs, and
+no float-to-integer conversions (the exponent comes from a shifter's bits), so LLVM turns a loop
+of them into vector code. libm's functions are scalar calls, and Numba's SVML route needs an
+SVML-patched llvmlite, which PyPI's wheels are not.
 
-- ``exp32`` computes in float32 (16 lanes on AVX-512, 8 on AVX2).
-- ``exp64``, ``tanh64``, ``erf64`` compute in float64 from a float32 or float16 input (relative
-  error below 2**-30 before the final rounding, 2**-44 for exp64), except where they build on
-  exp32: tanh64 from |x| = 1 and erf64 from |x| = 1, where the formula scales exp32's error down.
+- ``exp32``, ``tanh32``, ``erf32`` compute in float32 (16 lanes on AVX-512: they ask for
+  512-bit vectors in the loop they are inlined into, ``floats.wide_vectors``; 8 on AVX2).
+- ``exp64`` computes in float64 (relative error below 2**-44), for the softmax family's sums.
 
-Every one is within the rows' 1-ULP bound of the exact value over every float32 input, checked
-against float64 libm by ``python -m emulator.kernels.vmath`` (``prove``, a few minutes): exp32
-at most 0.8736 ULP, tanh64 0.6942, erf64 0.6533. A FLOAT16 result is one more rounding of a
-value that close: within 0.5 + 2**-13 FLOAT16 ULP. Outside float32's range the input is clamped
-where that cannot change the result (exp of x < -104 rounds to 0, of x > 89 to inf). FLOAT64
-tensors keep libm's functions.
+The float32 ones are each within 1 ULP of the exact value over every float32 input, checked
+against float64 libm by ``python -m emulator.kernels.vmath`` (``prove``, a few minutes on two
+cores): exp32 at most 0.8736 ULP, tanh32 0.8605, erf32 0.7172. A FLOAT16 result is one more
+rounding of a value that close: within 0.5 + 2**-13 FLOAT16 ULP. Outside the range where the
+result changes, the input is clamped (exp of x < -104 rounds to 0, of x > 89 to inf; tanh is ±1
+from |x| = 9.01, erf from 3.92), in a way that lets NaN through. FLOAT64 tensors keep libm's
+functions.
 """
+
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from .floats import bits_double, bits_float, double_bits, float_bits, fma
+from .floats import bits_double, bits_float, double_bits, fma, pow2_shifted, wide_vectors
 from .jit import inline
 
-FUNCTIONS = ("exp32", "exp64", "tanh64", "erf64")  # what a row's fast32 body may call
+FUNCTIONS = ("exp32", "exp64", "tanh32", "erf32")  # what a row's fast32 body may call
 
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 0.6931471803691238  # ln 2 split so that k·_LN2_HI is exact for |k| < 2**20
@@ -42,9 +42,9 @@ _EXP = (1 / 39916800, 1 / 3628800, 1 / 362880, 1 / 40320, 1 / 5040, 1 / 720, 1 /
 @inline
 def horner(x, coefficients):  # pragma: no cover
     """The polynomial with these coefficients (highest degree first) at x, with FMAs."""
-    p = x - x  # a zero of x's type
-    for c in coefficients:
-        p = fma(p, x, c)
+    p = coefficients[0]
+    for i in range(1, len(coefficients)):
+        p = fma(p, x, coefficients[i])
     return p
 
 
@@ -95,87 +95,118 @@ _Q32 = tuple(np.float32(v) for v in (0.00019899276, 0.0013933644, 0.008333298, 0
 _LOG2E_32 = np.float32(1.442695)
 _LN2_HI_32 = np.float32(0.693145751953125)  # 0x3F317200: k·hi exact for |k| < 2**8
 _LN2_LO_32 = np.float32(1.4286068e-06)
-_SHIFT_32 = np.float32(12582912.0)  # 1.5·2**23
-_SHIFT_BITS_32 = 0x4B400000
+_SHIFT_32 = np.float32(12582912.0)  # 1.5·2**23: t = x + _SHIFT_32 rounds x to an integer
 _ONE_32 = np.float32(1.0)
+_HALF_32 = np.float32(0.5)
+
+
+@inline
+def _reduce(c):  # pragma: no cover
+    """For a float32 c (|c| < 2**7): (t, r) with c = k·ln 2 + r, |r| ≤ ln(2)/2, k held in the
+    shifter sum t (``pow2_shifted(t)`` is 2**k)."""
+    t = fma(c, _LOG2E_32, _SHIFT_32)
+    k = t - _SHIFT_32
+    r = fma(-k, _LN2_HI_32, c)
+    return t, fma(-k, _LN2_LO_32, r)
+
+
+@inline
+def _exp_reduced(r):  # pragma: no cover
+    """exp(r) for |r| ≤ ln(2)/2: 1 + r·(1 + r·q(r))."""
+    return fma(r, fma(r, horner(r, _Q32), _ONE_32), _ONE_32)
 
 
 @inline
 def exp32(x):  # pragma: no cover
     """exp(x) in float32 arithmetic: 2**k · exp(r), x = k·ln 2 + r, the scale applied in two
-    halves so that a subnormal result is rounded once and 2**k never leaves the exponent range."""
+    halves (2**h · 2**(k-h), h = round(k/2)) so that a subnormal result is rounded once and no
+    half leaves the exponent range. The clamps let NaN through (a select that keeps x when the
+    comparison is false), and NaN stays NaN through every later step."""
+    wide_vectors()
     x = np.float32(x)
-    c = x if x < np.float32(89.0) else np.float32(89.0)
-    c = c if c > np.float32(-104.0) else np.float32(-104.0)
-    t = fma(c, _LOG2E_32, _SHIFT_32)
-    k = t - _SHIFT_32
-    r = fma(-k, _LN2_HI_32, c)
-    r = fma(-k, _LN2_LO_32, r)
-    y = fma(r, fma(r, horner(r, _Q32), _ONE_32), _ONE_32)
-    n = float_bits(t) - np.int32(_SHIFT_BITS_32)
-    h = n >> np.int32(1)
-    y = y * bits_float((h + np.int32(127)) << np.int32(23))
-    y = y * bits_float((n - h + np.int32(127)) << np.int32(23))
-    return y if x == x else x
+    c = np.float32(89.0) if x > np.float32(89.0) else x
+    c = np.float32(-104.0) if c < np.float32(-104.0) else c
+    t, r = _reduce(c)
+    th = fma(t - _SHIFT_32, _HALF_32, _SHIFT_32)  # h in th's shifter bits, k - h in tl's
+    tl = t - (th - _SHIFT_32)
+    return _exp_reduced(r) * pow2_shifted(th) * pow2_shifted(tl)
 
 
-# tanh on |x| < 1: x·P(x²), P a degree-9 Chebyshev fit of tanh(x)/x in x² (relative error
-# 3.2e-11; highest degree first).
-_TANH = (-4.0885090053182514e-05, 0.00030443804265241884, -0.0011816719094318272,
-         0.003419404804096281, -0.00879299295944782, 0.021851678685028145, -0.05396562211314288,
-         0.13333313393566695, -0.33333332743507854, 0.9999999999710771)
-_TANH4 = split4(_TANH)
-
-
-@inline
-def tanh64(x):  # pragma: no cover
-    """tanh(x) for a FLOAT32 or FLOAT16 result: x·P(x²) below |x| = 1; from there
-    1 - 2 / (exp(2|x|) + 1) in float64 with exp32 (whose error the formula scales by at most
-    2e / (e² - 1) = 0.28 at |x| = 1: within 0.37 FLOAT32 ULP before the final rounding)."""
-    x = np.float64(x)
-    a = abs(x)
-    small = a * poly4(x * x, _TANH4)
-    e = np.float64(exp32(np.float32(2.0 * (a if a < 45.0 else 45.0))))
-    big = 1.0 - 2.0 / (e + 1.0)
-    y = small if a < 1.0 else big
-    y = math.copysign(y, x)
-    return y if x == x else x
-
-
-# erf on |x| < 1: x·P(x²), P a degree-7 Chebyshev fit of erf(x)/x in x² (relative error
-# 3.7e-11). On 1 ≤ |x| < 4: 1 - exp(-x²)·erfcx(|x|), erfcx a degree-12 Chebyshev fit in
-# t = (2|x| - 5) / 3 (relative error 7.6e-9, which erfc(x) ≤ 0.16 scales to 0.02 FLOAT32 ULP of
-# erf), exp(-x²) as exp32 of x² rounded to float32 times exp(-(the rounding error)) ≈ 1 - lo
-# (within 0.27 ULP of erf at |x| = 1, less beyond). From |x| = 4, erf rounds to ±1 in FLOAT32
-# (erfc(4) < 2**-25). Highest degree first.
-_ERF = (-9.67359116943455e-06, 0.0001126825402169864, -0.0008484396568555994,
-        0.005221053413802682, -0.026865438310979452, 0.11283782622070483, -0.376126384759919,
-        1.1283791670623609)
-_ERFCX = (1.3819089051970648e-05, -3.6928723572287755e-05, 5.4947248088621696e-05,
-          -0.00014394859789284209, 0.00041450809795985747, -0.001017117774302623,
-          0.0024017016954216187, -0.0055673329095320915, 0.012489703671475576,
-          -0.027005725289738425, 0.05611047258428537, -0.11152100469538206, 0.21080636427594107)
-_ERF4, _ERFCX4 = split4(_ERF), split4(_ERFCX)
+# The float32 tanh and erf are piecewise, every piece evaluated and the right one selected (a
+# branch would stop vectorisation), each piece a form whose last operation is one FMA onto a
+# value it does not round, so the result is rounded about once:
+# - near 0, odd: x + x·s·P(s) (tanh) or x + x·P(s) (erf), s = x², where the correction term is
+#   small against x;
+# - a middle piece: A + d·M(d), d = |x| - C exact (Sterbenz), C a float32 chosen so that f(C)
+#   is within 2**-38 of the float32 A;
+# - the tail from the exponential: tanh = 1 - 2 / (2**k·(1 + p) + 1) with the sum in one FMA;
+#   erf = 1 - exp(-x²)·G(|x|), G = erfc·exp(x²) (erfcx), where erfc is small against 1.
+# Coefficients: Lawson's near-minimax fits of the error that matters (relative to the result),
+# rounded to float32 one at a time from the lowest degree with the rest refitted each time
+# (``python tools/fit_vmath.py`` fits them again); Horner's rule (with three pieces in flight
+# the chains overlap anyway, and it rounds better than four interleaved chains).
+_TANH_SMALL = tuple(np.float32(v) for v in (  # P(s) on |x| < 0.625
+    0.0021526841446757317, -0.008190013468265533, 0.021706894040107727, -0.05394817888736725,
+    0.13333220779895782, -0.3333333134651184))
+_TANH_C, _TANH_A = np.float32(0.81272113), np.float32(0.67108864)
+_TANH_MID = tuple(np.float32(v) for v in (  # M(d) on 0.625 ≤ |x| < 1
+    0.014547454193234444, 0.006813008338212967, -0.06264074146747589, 0.07979142665863037,
+    0.06431964784860611, -0.36885717511177063, 0.5496400594711304))
 
 
 @inline
-def erf64(x):  # pragma: no cover
-    """erf(x) in float64 for a FLOAT32 or FLOAT16 result (x² is exact in float64 for such an
-    x)."""
-    x = np.float64(x)
+def tanh32(x):  # pragma: no cover
+    """tanh(x) in float32 arithmetic: the three pieces switch at |x| = 0.625 and 1; the tail
+    clamps 2|x| at 20 (tanh rounds to ±1 from |x| = 9.01)."""
+    wide_vectors()
+    x = np.float32(x)
     a = abs(x)
     s = x * x
-    small = a * poly4(s, _ERF4)
-    m = a if a < 4.0 else 4.0
-    m = m if m > 1.0 else 1.0
-    q = m * m
-    hi = np.float32(q)
-    lo = q - np.float64(hi)
-    e = np.float64(exp32(-hi)) * (1.0 - lo)
-    mid = 1.0 - e * poly4(m * (2.0 / 3.0) - 5.0 / 3.0, _ERFCX4)
-    y = small if a < 1.0 else (mid if a < 4.0 else 1.0)
-    y = math.copysign(y, x)
-    return y if x == x else x
+    small = fma(a * s, horner(s, _TANH_SMALL), a)
+    d = a - _TANH_C
+    middle = fma(d, horner(d, _TANH_MID), _TANH_A)
+    c = a + a
+    c = np.float32(20.0) if c > np.float32(20.0) else c  # NaN passes
+    t, r = _reduce(c)
+    p = fma(r * r, horner(r, _Q32), r)  # expm1(r)
+    e = pow2_shifted(t)
+    big = _ONE_32 - np.float32(2.0) / fma(e, p, e + _ONE_32)  # e·(1 + p) + 1 rounded once
+    y = small if a < np.float32(0.625) else (middle if a < _ONE_32 else big)
+    return np.float32(math.copysign(y, x))
+
+
+_ERF_SMALL = tuple(np.float32(v) for v in (  # P(s) = erf(x)/x - 1 on |x| < 0.75
+    -0.0006737583898939192, 0.005113156978040934, -0.026834335178136826, 0.11283379048109055,
+    -0.3761261999607086, 0.12837916612625122))
+_ERF_C, _ERF_A = np.float32(0.9931337), np.float32(0.83983094)
+_ERF_MID = tuple(np.float32(v) for v in (  # M(d) on 0.75 ≤ |x| < 1.25
+    0.014802140183746815, 0.003378171008080244, -0.06931095570325851, 0.07157820463180542,
+    0.1364349126815796, -0.4179380536079407, 0.4208274781703949))
+_ERF_TOP = np.float32(3.92)  # erfc(3.92) < 2**-25: erf rounds to ±1 from here
+_ERF_TAIL_C = np.float32((1.25 + 3.92) / 2)
+_ERF_TAIL = tuple(np.float32(v) for v in (  # G(|x|) in |x| - 2.585 on 1.25 ≤ |x| < 3.92
+    -0.0002299578773090616, -0.0002574327227193862, -0.0010215580696240067,
+    0.0021337075158953667, -0.007082041352987289, 0.02306872233748436, -0.07026822865009308,
+    0.20466135442256927))
+
+
+@inline
+def erf32(x):  # pragma: no cover
+    """erf(x) in float32 arithmetic: the pieces switch at |x| = 0.75 and 1.25; the tail clamps
+    |x| at 3.92, where 1 - erfc rounds to 1 (x² rounded to float32 costs at most 0.08 ULP
+    there: the tail's erfc is below 0.08)."""
+    wide_vectors()
+    x = np.float32(x)
+    a = abs(x)
+    small = fma(a, horner(x * x, _ERF_SMALL), a)
+    d = a - _ERF_C
+    middle = fma(d, horner(d, _ERF_MID), _ERF_A)
+    m = _ERF_TOP if a > _ERF_TOP else a  # NaN passes
+    t, r = _reduce(-(m * m))
+    e = _exp_reduced(r) * pow2_shifted(t)
+    tail = fma(-e, horner(m - _ERF_TAIL_C, _ERF_TAIL), _ONE_32)
+    y = small if a < np.float32(0.75) else (middle if a < np.float32(1.25) else tail)
+    return np.float32(math.copysign(y, x))
 
 
 def _worst(f: Any, reference: Any) -> Any:  # pragma: no cover - run by hand
@@ -203,7 +234,7 @@ def _worst(f: Any, reference: Any) -> Any:  # pragma: no cover - run by hand
 
 
 def prove() -> dict[str, float]:  # pragma: no cover - run by hand: python -m emulator.kernels.vmath
-    """Every float32 input of exp32, tanh64 and erf64 against float64 libm: the largest error in
+    """Every float32 input of exp32, tanh32 and erf32 against float64 libm: the largest error in
     ULP (a few minutes on two cores)."""
     import numba
 
@@ -221,8 +252,8 @@ def prove() -> dict[str, float]:  # pragma: no cover - run by hand: python -m em
 
     out = {}
     negative = -(1 << 31)
-    for name, f, ref, odd in (("exp32", exp32, ref_exp, False), ("tanh64", tanh64, ref_tanh, True),
-                              ("erf64", erf64, ref_erf, True)):
+    for name, f, ref, odd in (("exp32", exp32, ref_exp, False), ("tanh32", tanh32, ref_tanh, True),
+                              ("erf32", erf32, ref_erf, True)):
         worst = _worst(f, ref)
         out[name] = worst(0, 0x7F800000, 64)
         if not odd:  # an odd function's negative inputs mirror the positive ones exactly

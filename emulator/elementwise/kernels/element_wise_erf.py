@@ -9,7 +9,7 @@ import numpy as np
 
 from ...kernels.floats import load32, load64, store
 from ...kernels.jit import inline
-from ...kernels.vmath import erf64
+from ...kernels.vmath import erf32
 
 
 @inline
@@ -19,7 +19,7 @@ def f_f(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
 
 @inline
 def f_v(a, b, c, p0, p1, p2, p3, p4, p5):  # pragma: no cover
-    return erf64(a)
+    return erf32(a)
 
 
 def chunk_v32(  # pragma: no cover - compiled
