@@ -6,9 +6,10 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
-``stream`` switches the element-wise block's STREAM_FROM between 1 and never (ADD, broadcast
-ADDs, CAST f32 -> f16, GREATER). Prints the median ms of each side. These measured the decisions
-in docs/decisions.md ("Element-wise launches on an own worker pool") and kernels/strided.py.
+``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
+f32 -> f16, GREATER, EXP, TANH, ERF). Prints the median ms of each side. These measured the
+decisions in docs/decisions.md ("Element-wise launches on an own worker pool") and
+kernels/strided.py.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def _elementwise() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
                                 [x], [np.empty(n, np.float16)]),
         "GREATER f32 -> u8 16M": (op(DML_ELEMENT_WISE_LOGICAL_GREATER_THAN_OPERATOR_DESC(
             t, t, o8)), [x, y], [np.empty(n, np.uint8)]),
+        **{f"{name} f32 16M": (op(cls(t, t)), [x * 8 - 4], [np.empty(n, np.float32)])
+           for name, cls in (("EXP", DML_ELEMENT_WISE_EXP_OPERATOR_DESC),
+                             ("TANH", DML_ELEMENT_WISE_TANH_OPERATOR_DESC),
+                             ("ERF", DML_ELEMENT_WISE_ERF_OPERATOR_DESC))},
     }
 
 
@@ -111,11 +116,12 @@ def main() -> int:
     for name, (desc, ins, outs) in cases.items():
         prepared = Prepared(desc, ins, outs, level="6_4")
 
-        def switch(value: bool, prepared: Prepared = prepared) -> None:
+        def switch(value: bool, prepared: Prepared = prepared, outs: list = outs) -> None:
             if args.lever == "pool":
                 pool.ENABLED = value
             else:
-                block = prepared.compiled.operator.plan.block
+                block = prepared.compiled.operator.plan.block  # (streamable: 16M elements)
+                block[strided.WIDTH] = outs[0].itemsize
                 block[strided.STREAM_FROM] = 1 if value else 1 << 62
 
         a, b = measure(prepared, switch, args.rounds, args.repeat)

@@ -88,7 +88,8 @@ def module(op: DML_OPERATOR_TYPE) -> SimpleNamespace:
             [(name, _type(t), t.strides if t is not None else None)
              for name, t in ((n, getattr(v, n)) for n in row.inputs)],
             (row.output_name, out.data_type, out.sizes, out.strides), (p0, p1, p2, p3, 0.0, 0.0),
-            kind, aux, storage, [(name, _type(getattr(v, name))) for name in row.scalars])
+            kind, aux, storage, [(name, _type(getattr(v, name))) for name in row.scalars],
+            stream=row.ulp == 0)
 
     def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = row.inputs + row.scalars

@@ -65,13 +65,16 @@ class ElementWisePlan:
               output: tuple[str, T, Sequence[int], Sequence[int]],
               params: tuple[float, ...], kind: int = 0, aux: int = 0,
               storage_of: Mapping[T, str] = STORAGE,
-              scalars: Sequence[tuple[str, T | None]] = ()) -> ElementWisePlan:
+              scalars: Sequence[tuple[str, T | None]] = (), stream: bool = True,
+              ) -> ElementWisePlan:
         """``module``: the row's generated kernel module; ``variant``: which of its chunk kernels;
         ``inputs``: (bind point, data type, strides); ``output``: (bind point, data type, sizes,
         strides); ``storage_of``: the array type of each data type (STORAGE, or BITS for a bitwise
         row); ``scalars``: (bind point, data type or None if absent) of 1-element tensors whose
-        values become p0, p1 … at dispatch (an absent one: 0). Compiles (or loads from the disk
-        cache) the chunk kernel now."""
+        values become p0, p1 … at dispatch (an absent one: 0); ``stream``: whether a large
+        output may be streamed (``kernels/strided.py``; not for the rows whose function is more
+        than an exact operation: they are compute-bound). Compiles (or loads from the disk cache)
+        the chunk kernel now."""
         out_name, out_type, sizes, out_strides = output
         none = [0] * len(sizes)  # an absent input: its one zero, everywhere
         c = collapse(sizes, *[none if s is None else s for _, _, s in inputs], out_strides)
@@ -86,7 +89,7 @@ class ElementWisePlan:
         read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
         block = pack(chunk_kernel(py_func, storage), int64s(c[0]), strides, params, kind, aux,
-                     np.dtype(storage[-1]).itemsize)
+                     np.dtype(storage[-1]).itemsize if stream else 0)
         return cls(block, tuple(n for n, _, _ in inputs), out_name, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
