@@ -47,6 +47,9 @@ def logical(raw: np.ndarray, dtype, sizes, strides=None) -> np.ndarray:
     dt = np.dtype(dtype)
     strides = packed(sizes) if strides is None else strides
     typed = raw[: raw.size // dt.itemsize * dt.itemsize].view(dt)
+    # as_strided does not check bounds: a view past the buffer would read or write other memory
+    assert 0 in sizes or sum((n - 1) * s for n, s in zip(sizes, strides)) < typed.size, \
+        "view past the buffer"
     return np.lib.stride_tricks.as_strided(typed, shape=tuple(sizes),
                                            strides=[s * dt.itemsize for s in strides])
 

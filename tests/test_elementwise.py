@@ -317,6 +317,37 @@ def test_broadcast_row_and_column(device):
         assert np.array_equal(y, a + b)
 
 
+@pytest.mark.parametrize("rank", [2, 3, 4, 6])
+def test_transposed_and_broadcast_inputs(device, rank):
+    """ADD of a transposed FLOAT16 input (permuted strides: contiguous along a dimension that is
+    not the output's last; the random layouts never permute) and an input broadcast along the
+    others, into a padded output: exact against NumPy, the gaps untouched."""
+    rng = np.random.default_rng(rank)
+    sizes = [int(rng.integers(2, 9)) for _ in range(rank)]
+    perm = rng.permutation(rank)
+    if perm[-1] == rank - 1:  # the input's contiguous axis must not be the output's last
+        perm[[0, -1]] = perm[[-1, 0]]
+    k = int(np.argmax(perm == rank - 1))
+    sizes[k] = 40
+    f16 = T.DML_TENSOR_DATA_TYPE_FLOAT16
+    a = rng.standard_normal([sizes[d] for d in np.argsort(perm)]).astype(np.float16)
+    x = a.transpose(perm)  # the input the strides describe: x[c] = a[c permuted]
+    x_strides = [s // 2 for s in x.strides]
+    assert x_strides[k] == 1
+    b = rng.standard_normal(sizes[k]).astype(np.float16)
+    b_strides = [1 if d == k else 0 for d in range(rank)]
+    out_strides = layout(rng, sizes, broadcast_ok=False)
+    raw = strided_buffer(rng, f16, sizes, out_strides, fill=SENTINEL)
+    op = DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
+        desc(f16, sizes, x_strides), desc(f16, sizes, b_strides), desc(f16, sizes, out_strides)))
+    device.execute(op, [a.ravel().view(np.uint8), b.view(np.uint8)], [raw])
+    shape = [sizes[k] if d == k else 1 for d in range(rank)]
+    want = (x.astype(np.float32) + b.reshape(shape).astype(np.float32)).astype(np.float16)
+    assert np.array_equal(bits(logical(raw, np.float16, sizes, out_strides)), bits(want))
+    untouched = ~addressed_mask(raw.size, 2, sizes, out_strides)
+    assert (raw[untouched] == SENTINEL).all()
+
+
 def test_scale_bias_on_integers_converts_as_cast(device):
     """x·Scale + Bias in float64, the function, then toward zero and saturated (as CAST)."""
     x = np.array([1, -3, 2**31 - 1, 3], np.int32)
