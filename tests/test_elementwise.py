@@ -17,6 +17,7 @@ from descriptors import *
 from emulator import DMLCreateDevice1, DMLError
 from emulator.elementwise import ROWS, compute, generate
 from emulator.elementwise.plan import FLOAT_TYPES, INT_TYPES
+from emulator.kernels import strided
 from emulator.registry import REGISTRY, validate_operator
 
 from .helpers import (
@@ -321,7 +322,8 @@ def test_broadcast_row_and_column(device):
 def test_transposed_and_broadcast_inputs(device, rank):
     """ADD of a transposed FLOAT16 input (permuted strides: contiguous along a dimension that is
     not the output's last; the random layouts never permute) and an input broadcast along the
-    others, into a padded output: exact against NumPy, the gaps untouched."""
+    others, into a padded output, run in tiles (kernels/strided.py) that do not divide the
+    sizes: exact against NumPy, the gaps untouched."""
     rng = np.random.default_rng(rank)
     sizes = [int(rng.integers(2, 9)) for _ in range(rank)]
     perm = rng.permutation(rank)
@@ -340,6 +342,8 @@ def test_transposed_and_broadcast_inputs(device, rank):
     raw = strided_buffer(rng, f16, sizes, out_strides, fill=SENTINEL)
     op = DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
         desc(f16, sizes, x_strides), desc(f16, sizes, b_strides), desc(f16, sizes, out_strides)))
+    assert device.CompileOperator(device.CreateOperator(op)).operator.plan.block[
+        strided.TILE] >= 0
     device.execute(op, [a.ravel().view(np.uint8), b.view(np.uint8)], [raw])
     shape = [sizes[k] if d == k else 1 for d in range(rank)]
     want = (x.astype(np.float32) + b.reshape(shape).astype(np.float32)).astype(np.float16)

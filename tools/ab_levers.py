@@ -4,10 +4,12 @@ with only the lever switched, so that a noisy machine's drift falls on both side
 
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py pool     # own worker pool vs Numba's prange
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
-f32 -> f16, GREATER, EXP, TANH, ERF). Prints the median ms of each side. These measured the
+f32 -> f16, GREATER, EXP, TANH, ERF); ``tile`` switches the tiled order of an IDENTITY over a
+transposed input off (four transposes). Prints the median ms of each side. These measured the
 decisions in docs/decisions.md ("Element-wise launches on an own worker pool") and
 kernels/strided.py.
 """
@@ -66,6 +68,22 @@ def _elementwise() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     }
 
 
+def _transposes() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    """IDENTITY reading its input through permuted strides (ONNX Runtime's Transpose)."""
+    rng = np.random.default_rng(0)
+    out = {}
+    for shape, perm in (((64, 64, 64, 64), (0, 2, 3, 1)), ((32, 3, 224, 224), (0, 2, 3, 1)),
+                        ((32, 224, 224, 3), (0, 3, 1, 2)), ((4096, 4096), (1, 0))):
+        x = rng.random(shape, np.float32)
+        packed = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+        sizes = [shape[p] for p in perm]
+        desc = DML_ELEMENT_WISE_IDENTITY_OPERATOR_DESC(
+            tensor_desc(sizes, F32, strides=[packed[p] for p in perm]), tensor_desc(sizes, F32))
+        out[f"IDENTITY {list(shape)} perm {perm}"] = (
+            DML_OPERATOR_DESC(Desc=desc), [x], [np.empty(sizes, np.float32)])
+    return out
+
+
 def _movement() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     rng = np.random.default_rng(0)
     parts = [rng.standard_normal((32, 64, 56, 56)).astype(np.float32) for _ in range(4)]
@@ -106,19 +124,27 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("lever", choices=["pool", "stream"])
+    p.add_argument("lever", choices=["pool", "stream", "tile"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    cases = {**_elementwise(), **_movement()} if args.lever == "pool" else _elementwise()
-    on, off = ("pool", "prange") if args.lever == "pool" else ("streamed", "cached")
+    cases = {"pool": lambda: {**_elementwise(), **_movement()}, "stream": _elementwise,
+             "tile": _transposes}[args.lever]()
+    on, off = {"pool": ("pool", "prange"), "stream": ("streamed", "cached"),
+               "tile": ("tiled", "rows")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
         prepared = Prepared(desc, ins, outs, level="6_4")
 
-        def switch(value: bool, prepared: Prepared = prepared, outs: list = outs) -> None:
+        block = prepared.compiled.operator.plan.block
+        tiling = int(block[strided.TILE])
+
+        def switch(value: bool, prepared: Prepared = prepared, outs: list = outs,
+                   tiling: int = tiling) -> None:
             if args.lever == "pool":
                 pool.ENABLED = value
+            elif args.lever == "tile":
+                prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:
                 block = prepared.compiled.operator.plan.block  # (streamable: 16M elements)
                 block[strided.WIDTH] = outs[0].itemsize

@@ -89,7 +89,7 @@ class ElementWisePlan:
         read = tuple((name, STORAGE[t]) if t is not None else (None, "uint8")
                      for name, t in scalars)
         block = pack(chunk_kernel(py_func, storage), int64s(c[0]), strides, params, kind, aux,
-                     np.dtype(storage[-1]).itemsize if stream else 0)
+                     np.dtype(storage[-1]).itemsize, stream)
         return cls(block, tuple(n for n, _, _ in inputs), out_name, read)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:

@@ -127,10 +127,11 @@ def activation_address() -> int:
 # The argument block of a launch (int64): the four data addresses (written at launch), the
 # chunk kernel, the rank, kind, aux, p0 … p5 (float64 bits), the parts to cut it into (one per
 # MIN_PART elements, at most the threads there are), the output element's bytes if it may be
-# streamed (else 0) and from how many threads it is, then sizes, x, y, w and z strides
+# streamed (else 0) and from how many threads it is, the tiling (below: the dimension, or -1,
+# the tile's two lengths and the output element's bytes), then sizes, x, y, w and z strides
 # (``rank`` each). One format for the pool's job and the ``prange`` driver.
-ADDRESSES, FN, RANK, KIND, AUX, PARAMS, PARTS, WIDTH, STREAM_FROM, HEAD = (
-    0, 4, 5, 6, 7, 8, 14, 15, 16, 17)
+ADDRESSES, FN, RANK, KIND, AUX, PARAMS, PARTS, WIDTH, STREAM_FROM = 0, 4, 5, 6, 7, 8, 14, 15, 16
+TILE, TILE_I, TILE_J, OUT_BYTES, HEAD = 17, 18, 19, 20, 21
 MIN_PART = 8192  # elements: smaller launches use fewer threads (waking one costs ~5 us)
 # An output of at least STREAM_BYTES with a unit innermost stride is written through a small
 # buffer (STREAM_RUN elements, in L1) and streamed out with non-temporal stores: it cannot stay
@@ -149,19 +150,56 @@ MIN_PART = 8192  # elements: smaller launches use fewer threads (waking one cost
 STREAM_BYTES = 16 << 20
 STREAM_RUN = 2048
 STREAM_THREADS = 8
+# Transposed input, tiled: where the output's rows are contiguous but the first input reads
+# them with a stride, and is contiguous along another dimension k instead (IDENTITY with
+# permuted strides: ONNX Runtime's Transpose), tasks are tiles of TILE_I elements along k by
+# TILE_J along the row. A tile is computed column by column along k (contiguous reads) into an
+# L1 buffer, then written out row by row (contiguous writes): both sides move whole cache
+# lines. In row order the reads of a row are a stride apart, 16 KiB for a [64,64,64,64]
+# transpose (one L1 set for all of them), and each row of 64 is one kernel call. Only where the
+# row's reads are at least TILE_MIN elements apart (each in its own cache line) and k is at
+# least TILE_MIN long (a kernel call per column of the tile): NHWC -> NCHW with C = 3 reads its
+# rows 3 apart, and tiles 3 long ran 11x slower than rows. Measured A/B in one process
+# (``tools/ab_levers.py tile``, ms, rows -> tiled [64 x 64]), IDENTITY of float32 through
+# permuted strides: [64,64,64,64] (0,2,3,1) 36.3 -> 15.7 on the 2-core AMD (2 threads), 20.4 ->
+# 19.4 and 4.12 -> 2.77 on the Xeon (2 / 16 threads); [32,3,224,224] (0,2,3,1) 39.9 -> 7.9,
+# 51.0 -> 7.7, 7.93 -> 1.16; [4096,4096] (1,0) 69.6 -> 21.8, 58.8 -> 38.7, 9.64 -> 3.34. Tiles
+# of 256 x 16 (a cache line of float32 per output row, 16 calls per tile) then beat 64 x 64,
+# 128 x 32 and 512 x 8 or tied, on the Xeon: 17.1, 7.1, 28.5 ms at 2 threads and 1.97, 1.14,
+# 2.32 at 16 (64 x 64: 17.0, 8.5, 35.6 and 1.98, 1.27, 2.39). Tiles do not stream: writing
+# each 64-byte row with non-temporal stores ran 3-4x slower (16.3 -> 52.4 ms, 2.25 -> 9.67).
+TILE_ELEMENTS = 4096
+TILE_ROW = 16
+TILE_MIN = 16
+
+
+def _tiling(sizes: np.ndarray, strides: Sequence[np.ndarray]) -> tuple[int, int, int]:
+    """(k, tile length along k, tile length along the row), k = -1 for no tiling."""
+    rank = len(sizes)
+    x, z = strides[0], strides[3]
+    if rank < 2 or z[-1] != 1 or abs(x[-1]) < TILE_MIN:
+        return -1, 0, 0
+    for k in range(rank - 2, -1, -1):
+        if x[k] == 1 and sizes[k] >= TILE_MIN:
+            j = min(int(sizes[-1]), TILE_ROW)
+            return k, min(int(sizes[k]), TILE_ELEMENTS // j), j
+    return -1, 0, 0
 
 
 def pack(fn: int, sizes: np.ndarray, strides: Sequence[np.ndarray], params: Sequence[float],
-         kind: int, aux: int, width: int) -> np.ndarray:
+         kind: int, aux: int, width: int, stream: bool = True) -> np.ndarray:
     """The argument block for ``run`` (``strides``: x, y, w, z element strides; ``width``: the
-    output element's bytes, or 0 for an output never to be streamed)."""
+    output element's bytes; ``stream``: whether a large output may be streamed)."""
     rank = len(sizes)
     block = np.zeros(HEAD + 5 * rank, np.int64)
     block[FN], block[RANK], block[KIND], block[AUX] = fn, rank, kind, aux
     block[PARAMS:PARAMS + 6].view(np.float64)[:] = params
     elements = int(np.prod(sizes))
     block[PARTS] = -(-elements // MIN_PART)
-    streams = elements * width >= STREAM_BYTES and strides[3][-1] == 1 and sizes[-1] >= STREAM_RUN
+    block[TILE], block[TILE_I], block[TILE_J] = _tiling(sizes, strides)
+    block[OUT_BYTES] = width
+    streams = stream and block[TILE] < 0 and elements * width >= STREAM_BYTES and \
+        strides[3][-1] == 1 and sizes[-1] >= STREAM_RUN
     block[WIDTH] = width if streams else 0
     block[STREAM_FROM] = 1 if width >= 4 else STREAM_THREADS
     for k, a in enumerate((sizes, *strides)):
@@ -197,13 +235,67 @@ _floats = typed_pointer(types.float64)
 
 @inline
 def _tasks(b):  # pragma: no cover - compiled
-    """(tasks, chunks per row) of the block ``b``: a task is at most CHUNK elements of a row."""
+    """(tasks, chunks per row) of the block ``b``: a task is at most CHUNK elements of a row, or
+    (tiled) one tile."""
     rank = b[RANK]
+    tile = b[TILE]
     rows = np.int64(1)
     for k in range(rank - 1):
-        rows *= b[HEAD + k]
-    chunks = (b[HEAD + rank - 1] + CHUNK - 1) // CHUNK
+        if k == tile:
+            rows *= (b[HEAD + k] + b[TILE_I] - 1) // b[TILE_I]
+        else:
+            rows *= b[HEAD + k]
+    size = b[HEAD + rank - 1]
+    chunks = (size + CHUNK - 1) // CHUNK if tile < 0 else (size + b[TILE_J] - 1) // b[TILE_J]
     return rows * chunks, chunks
+
+
+@inline
+def _tile_task(b, f, task, chunks, buf):  # pragma: no cover - compiled
+    """Run tile ``task`` of the block ``b``: computed into ``buf`` along the tile dimension k
+    (one chunk call per column), then copied out row by row."""
+    rank = b[RANK]
+    sz = HEAD
+    xs = HEAD + rank
+    ys = HEAD + 2 * rank
+    ws = HEAD + 3 * rank
+    zs = HEAD + 4 * rank
+    last = rank - 1
+    k = b[TILE]
+    row = task // chunks
+    j0 = (task - row * chunks) * b[TILE_J]
+    mj = min(b[sz + last], j0 + b[TILE_J]) - j0
+    xo = j0 * b[xs + last]
+    yo = j0 * b[ys + last]
+    wo = j0 * b[ws + last]
+    zo = j0
+    rem = row
+    mi = np.int64(0)
+    for d in range(rank - 2, -1, -1):
+        if d == k:
+            tiles = (b[sz + d] + b[TILE_I] - 1) // b[TILE_I]
+            c = (rem % tiles) * b[TILE_I]
+            rem //= tiles
+            mi = min(b[sz + d], c + b[TILE_I]) - c
+        else:
+            c = rem % b[sz + d]
+            rem //= b[sz + d]
+        xo += c * b[xs + d]
+        yo += c * b[ys + d]
+        wo += c * b[ws + d]
+        zo += c * b[zs + d]
+    for j in range(mj):
+        call_chunk(b[FN], _pointer(b[0]), xo + j * b[xs + last], b[xs + k], _pointer(b[1]),
+                   yo + j * b[ys + last], b[ys + k], _pointer(b[2]), wo + j * b[ws + last],
+                   b[ws + k], data_pointer(buf), j, mj, mi, f[PARAMS], f[PARAMS + 1],
+                   f[PARAMS + 2], f[PARAMS + 3], f[PARAMS + 4], f[PARAMS + 5], b[KIND], b[AUX])
+    width = b[OUT_BYTES]
+    run = mj * width
+    for i in range(mi):
+        out = carray(_bytes(b[3] + (zo + i * b[zs + k]) * width), run)
+        at = i * run
+        for q in range(run):
+            out[q] = buf[at + q]
 
 
 @inline
@@ -258,6 +350,11 @@ def _part(block, part, parts):  # pragma: no cover - compiled
     f = carray(_floats(block), HEAD)
     width = b[WIDTH] if parts >= b[STREAM_FROM] else 0
     tasks, chunks = _tasks(b)
+    if b[TILE] >= 0:
+        buf = np.empty(TILE_ELEMENTS * 8, np.uint8)
+        for task in range(tasks * part // parts, tasks * (part + 1) // parts):
+            _tile_task(b, f, task, chunks, buf)
+        return
     buf = np.empty(STREAM_RUN * 8 if width else 8, np.uint8)
     for task in range(tasks * part // parts, tasks * (part + 1) // parts):
         _task(b, f, task, chunks, width, buf)
@@ -278,6 +375,10 @@ def drive(block, x, y, w, z, threads):  # pragma: no cover
     width = b[WIDTH] if threads >= b[STREAM_FROM] else 0
     tasks, chunks = _tasks(b)
     for task in prange(tasks):
+        if b[TILE] >= 0:
+            tile = np.empty(TILE_ELEMENTS * 8, np.uint8)
+            _tile_task(b, f, np.int64(task), chunks, tile)
+            continue
         buf = np.empty(STREAM_RUN * 8 if width else 8, np.uint8)
         _task(b, f, np.int64(task), chunks, width, buf)
         if width:
