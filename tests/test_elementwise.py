@@ -318,12 +318,15 @@ def test_broadcast_row_and_column(device):
         assert np.array_equal(y, a + b)
 
 
-@pytest.mark.parametrize("rank", [2, 3, 4, 6])
-def test_transposed_and_broadcast_inputs(device, rank):
-    """ADD of a transposed FLOAT16 input (permuted strides: contiguous along a dimension that is
-    not the output's last; the random layouts never permute) and an input broadcast along the
-    others, into a padded output, run in tiles (kernels/strided.py) that do not divide the
-    sizes: exact against NumPy, the gaps untouched."""
+@pytest.mark.parametrize("rank,data_type", [
+    (2, T.DML_TENSOR_DATA_TYPE_FLOAT16), (3, T.DML_TENSOR_DATA_TYPE_UINT8),
+    (4, T.DML_TENSOR_DATA_TYPE_INT64), (6, T.DML_TENSOR_DATA_TYPE_FLOAT32),
+    (3, T.DML_TENSOR_DATA_TYPE_FLOAT16)])
+def test_transposed_and_broadcast_inputs(device, rank, data_type):
+    """ADD of a transposed input (permuted strides: contiguous along a dimension that is not the
+    output's last; the random layouts never permute) and an input broadcast along the others,
+    into a padded output, run in tiles (kernels/strided.py) that do not divide the sizes, for
+    1-, 2-, 4- and 8-byte elements: exact against NumPy, the gaps untouched."""
     rng = np.random.default_rng(rank)
     sizes = [int(rng.integers(2, 9)) for _ in range(rank)]
     perm = rng.permutation(rank)
@@ -331,24 +334,33 @@ def test_transposed_and_broadcast_inputs(device, rank):
         perm[[0, -1]] = perm[[-1, 0]]
     k = int(np.argmax(perm == rank - 1))
     sizes[k] = 40
-    f16 = T.DML_TENSOR_DATA_TYPE_FLOAT16
-    a = rng.standard_normal([sizes[d] for d in np.argsort(perm)]).astype(np.float16)
+    dtype = np_dtype(data_type)
+    a = special_values(rng, dtype, int(np.prod(sizes))).reshape([sizes[d] for d in np.argsort(perm)])
     x = a.transpose(perm)  # the input the strides describe: x[c] = a[c permuted]
-    x_strides = [s // 2 for s in x.strides]
+    x_strides = [s // dtype.itemsize for s in x.strides]
     assert x_strides[k] == 1
-    b = rng.standard_normal(sizes[k]).astype(np.float16)
+    b = special_values(rng, dtype, sizes[k])
     b_strides = [1 if d == k else 0 for d in range(rank)]
     out_strides = layout(rng, sizes, broadcast_ok=False)
-    raw = strided_buffer(rng, f16, sizes, out_strides, fill=SENTINEL)
+    raw = strided_buffer(rng, data_type, sizes, out_strides, fill=SENTINEL)
     op = DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD_OPERATOR_DESC(
-        desc(f16, sizes, x_strides), desc(f16, sizes, b_strides), desc(f16, sizes, out_strides)))
+        desc(data_type, sizes, x_strides), desc(data_type, sizes, b_strides),
+        desc(data_type, sizes, out_strides)))
     assert device.CompileOperator(device.CreateOperator(op)).operator.plan.block[
         strided.TILE] >= 0
-    device.execute(op, [a.ravel().view(np.uint8), b.view(np.uint8)], [raw])
+    pad = np.zeros(8, np.uint8)  # (tensor sizes are whole 4-byte words)
+    device.execute(op, [np.concatenate([a.ravel().view(np.uint8), pad]),
+                        np.concatenate([b.view(np.uint8), pad])], [raw])
     shape = [sizes[k] if d == k else 1 for d in range(rank)]
-    want = (x.astype(np.float32) + b.reshape(shape).astype(np.float32)).astype(np.float16)
-    assert np.array_equal(bits(logical(raw, np.float16, sizes, out_strides)), bits(want))
-    untouched = ~addressed_mask(raw.size, 2, sizes, out_strides)
+    with np.errstate(all="ignore"):
+        want = (x.astype(np.float32) + b.reshape(shape).astype(np.float32)).astype(dtype) \
+            if dtype == np.float16 else x + b.reshape(shape)
+    got = logical(raw, dtype, sizes, out_strides)
+    same = bits(got) == bits(want)
+    if dtype.kind == "f":
+        same |= np.isnan(got) & np.isnan(want)
+    assert same.all()
+    untouched = ~addressed_mask(raw.size, dtype.itemsize, sizes, out_strides)
     assert (raw[untouched] == SENTINEL).all()
 
 

@@ -229,6 +229,8 @@ def typed_pointer(element: Any) -> Any:
 
 
 _bytes = typed_pointer(types.uint8)
+_words16 = typed_pointer(types.uint16)
+_words32 = typed_pointer(types.uint32)
 int64_pointer = typed_pointer(types.int64)
 _floats = typed_pointer(types.float64)
 
@@ -289,13 +291,29 @@ def _tile_task(b, f, task, chunks, buf):  # pragma: no cover - compiled
                    yo + j * b[ys + last], b[ys + k], _pointer(b[2]), wo + j * b[ws + last],
                    b[ws + k], data_pointer(buf), j, mj, mi, f[PARAMS], f[PARAMS + 1],
                    f[PARAMS + 2], f[PARAMS + 3], f[PARAMS + 4], f[PARAMS + 5], b[KIND], b[AUX])
+    # Copied out in the elements' own width (a byte loop ran 1.1-1.9x slower: Xeon, 2 / 16
+    # threads, ms, bytes -> words: [64,64,64,64] 19.4 -> 17.0 / 2.19 -> 1.88; [32,3,224,224]
+    # 8.41 -> 4.57 / 1.37 -> 0.72; [4096,4096] 32.2 / 2.32 either way).
     width = b[OUT_BYTES]
-    run = mj * width
+    src = pool.address(buf)
     for i in range(mi):
-        out = carray(_bytes(b[3] + (zo + i * b[zs + k]) * width), run)
-        at = i * run
-        for q in range(run):
-            out[q] = buf[at + q]
+        dst = b[3] + (zo + i * b[zs + k]) * width
+        at = i * mj
+        if width == 4:
+            _copy_words(carray(_words32(dst), mj), carray(_words32(src), at + mj), at)
+        elif width == 2:
+            _copy_words(carray(_words16(dst), mj), carray(_words16(src), at + mj), at)
+        elif width == 8:
+            _copy_words(carray(int64_pointer(dst), mj), carray(int64_pointer(src), at + mj), at)
+        else:
+            _copy_words(carray(_bytes(dst), mj), carray(_bytes(src), at + mj), at)
+
+
+@inline
+def _copy_words(dst, src, at):  # pragma: no cover - compiled
+    """dst[:] = src[at:at + len(dst)]."""
+    for q in range(dst.size):
+        dst[q] = src[at + q]
 
 
 @inline
