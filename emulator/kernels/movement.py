@@ -23,17 +23,14 @@ over every thread.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, types
+from numba import carray
 
 from . import pool
 from .index import offsets4
 from .jit import inline, kernel, prange
 from .pieces import AFFINE, CHUNK, FILL, FILL_PIECE
 from .stream import store_fence, stream_copy
-from .strided import int64_pointer, typed_pointer
-
-_u8, _u16, _u32, _u64 = (typed_pointer(t) for t in (types.uint8, types.uint16, types.uint32,
-                                                      types.uint64))
+from .strided import int64_pointer, u8_pointer, u16_pointer, u32_pointer, u64_pointer
 
 # A streamed run is at least this many elements: a padded row's short runs streamed one by one
 # were 10x slower than cached stores.
@@ -161,26 +158,26 @@ def _copy_part(b, src, dst, fill, part, parts):  # pragma: no cover - compiled
 
 def _copy_part1(block, part, parts):  # pragma: no cover - compiled
     b = carray(int64_pointer(block), BLOCK)
-    _copy_part(b, carray(_u8(b[0]), b[SRC_LEN]), carray(_u8(b[1]), b[DST_LEN]),
-               carray(_u8(b[2]), 1), part, parts)
+    _copy_part(b, carray(u8_pointer(b[0]), b[SRC_LEN]), carray(u8_pointer(b[1]), b[DST_LEN]),
+               carray(u8_pointer(b[2]), 1), part, parts)
 
 
 def _copy_part2(block, part, parts):  # pragma: no cover - compiled
     b = carray(int64_pointer(block), BLOCK)
-    _copy_part(b, carray(_u16(b[0]), b[SRC_LEN]), carray(_u16(b[1]), b[DST_LEN]),
-               carray(_u16(b[2]), 1), part, parts)
+    _copy_part(b, carray(u16_pointer(b[0]), b[SRC_LEN]), carray(u16_pointer(b[1]), b[DST_LEN]),
+               carray(u16_pointer(b[2]), 1), part, parts)
 
 
 def _copy_part4(block, part, parts):  # pragma: no cover - compiled
     b = carray(int64_pointer(block), BLOCK)
-    _copy_part(b, carray(_u32(b[0]), b[SRC_LEN]), carray(_u32(b[1]), b[DST_LEN]),
-               carray(_u32(b[2]), 1), part, parts)
+    _copy_part(b, carray(u32_pointer(b[0]), b[SRC_LEN]), carray(u32_pointer(b[1]), b[DST_LEN]),
+               carray(u32_pointer(b[2]), 1), part, parts)
 
 
 def _copy_part8(block, part, parts):  # pragma: no cover - compiled
     b = carray(int64_pointer(block), BLOCK)
-    _copy_part(b, carray(_u64(b[0]), b[SRC_LEN]), carray(_u64(b[1]), b[DST_LEN]),
-               carray(_u64(b[2]), 1), part, parts)
+    _copy_part(b, carray(u64_pointer(b[0]), b[SRC_LEN]), carray(u64_pointer(b[1]), b[DST_LEN]),
+               carray(u64_pointer(b[2]), 1), part, parts)
 
 
 _JOBS = {1: _copy_part1, 2: _copy_part2, 4: _copy_part4, 8: _copy_part8}

@@ -228,9 +228,9 @@ def typed_pointer(element: Any) -> Any:
     return pointer
 
 
-_bytes = typed_pointer(types.uint8)
-_words16 = typed_pointer(types.uint16)
-_words32 = typed_pointer(types.uint32)
+# Pointers to unsigned words of each width (kernels/movement.py's copy jobs use them too).
+u8_pointer, u16_pointer, u32_pointer, u64_pointer = (
+    typed_pointer(t) for t in (types.uint8, types.uint16, types.uint32, types.uint64))
 int64_pointer = typed_pointer(types.int64)
 _floats = typed_pointer(types.float64)
 
@@ -253,39 +253,52 @@ def _tasks(b):  # pragma: no cover - compiled
 
 
 @inline
+def _origin(b, task, chunks, run):  # pragma: no cover - compiled
+    """Where task ``task`` of the block ``b`` starts (``chunks`` tasks per row, each ``run``
+    elements along the last dimension): (j0, its first element along the row; xo, yo, wo, zo,
+    the element offsets of its first element; its length along the tiled dimension, 0 for a
+    block without tiles)."""
+    rank = b[RANK]
+    last = rank - 1
+    tile = b[TILE]
+    row = task // chunks
+    j0 = (task - row * chunks) * run
+    xo = j0 * b[HEAD + rank + last]
+    yo = j0 * b[HEAD + 2 * rank + last]
+    wo = j0 * b[HEAD + 3 * rank + last]
+    zo = j0 * b[HEAD + 4 * rank + last]
+    rem = row
+    m = np.int64(0)
+    for d in range(rank - 2, -1, -1):
+        size = b[HEAD + d]
+        if d == tile:
+            tiles = (size + b[TILE_I] - 1) // b[TILE_I]
+            c = (rem % tiles) * b[TILE_I]
+            rem //= tiles
+            m = min(size, c + b[TILE_I]) - c
+        else:
+            c = rem % size
+            rem //= size
+        xo += c * b[HEAD + rank + d]
+        yo += c * b[HEAD + 2 * rank + d]
+        wo += c * b[HEAD + 3 * rank + d]
+        zo += c * b[HEAD + 4 * rank + d]
+    return j0, xo, yo, wo, zo, m
+
+
+@inline
 def _tile_task(b, f, task, chunks, buf):  # pragma: no cover - compiled
     """Run tile ``task`` of the block ``b``: computed into ``buf`` along the tile dimension k
     (one chunk call per column), then copied out row by row."""
     rank = b[RANK]
-    sz = HEAD
     xs = HEAD + rank
     ys = HEAD + 2 * rank
     ws = HEAD + 3 * rank
     zs = HEAD + 4 * rank
     last = rank - 1
     k = b[TILE]
-    row = task // chunks
-    j0 = (task - row * chunks) * b[TILE_J]
-    mj = min(b[sz + last], j0 + b[TILE_J]) - j0
-    xo = j0 * b[xs + last]
-    yo = j0 * b[ys + last]
-    wo = j0 * b[ws + last]
-    zo = j0
-    rem = row
-    mi = np.int64(0)
-    for d in range(rank - 2, -1, -1):
-        if d == k:
-            tiles = (b[sz + d] + b[TILE_I] - 1) // b[TILE_I]
-            c = (rem % tiles) * b[TILE_I]
-            rem //= tiles
-            mi = min(b[sz + d], c + b[TILE_I]) - c
-        else:
-            c = rem % b[sz + d]
-            rem //= b[sz + d]
-        xo += c * b[xs + d]
-        yo += c * b[ys + d]
-        wo += c * b[ws + d]
-        zo += c * b[zs + d]
+    j0, xo, yo, wo, zo, mi = _origin(b, task, chunks, b[TILE_J])
+    mj = min(b[HEAD + last], j0 + b[TILE_J]) - j0
     for j in range(mj):
         call_chunk(b[FN], _pointer(b[0]), xo + j * b[xs + last], b[xs + k], _pointer(b[1]),
                    yo + j * b[ys + last], b[ys + k], _pointer(b[2]), wo + j * b[ws + last],
@@ -300,13 +313,13 @@ def _tile_task(b, f, task, chunks, buf):  # pragma: no cover - compiled
         dst = b[3] + (zo + i * b[zs + k]) * width
         at = i * mj
         if width == 4:
-            _copy_words(carray(_words32(dst), mj), carray(_words32(src), at + mj), at)
+            _copy_words(carray(u32_pointer(dst), mj), carray(u32_pointer(src), at + mj), at)
         elif width == 2:
-            _copy_words(carray(_words16(dst), mj), carray(_words16(src), at + mj), at)
+            _copy_words(carray(u16_pointer(dst), mj), carray(u16_pointer(src), at + mj), at)
         elif width == 8:
-            _copy_words(carray(int64_pointer(dst), mj), carray(int64_pointer(src), at + mj), at)
+            _copy_words(carray(u64_pointer(dst), mj), carray(u64_pointer(src), at + mj), at)
         else:
-            _copy_words(carray(_bytes(dst), mj), carray(_bytes(src), at + mj), at)
+            _copy_words(carray(u8_pointer(dst), mj), carray(u8_pointer(src), at + mj), at)
 
 
 @inline
@@ -322,27 +335,13 @@ def _task(b, f, task, chunks, width, buf):  # pragma: no cover - compiled
     output element's bytes if the output is streamed (else 0) through ``buf``, a byte scratch of
     STREAM_RUN elements."""
     rank = b[RANK]
-    sz = HEAD
     xs = HEAD + rank
     ys = HEAD + 2 * rank
     ws = HEAD + 3 * rank
     zs = HEAD + 4 * rank
     last = rank - 1
-    row = task // chunks
-    j0 = (task - row * chunks) * CHUNK
-    xo = j0 * b[xs + last]
-    yo = j0 * b[ys + last]
-    wo = j0 * b[ws + last]
-    zo = j0 * b[zs + last]
-    rem = row
-    for k in range(rank - 2, -1, -1):
-        c = rem % b[sz + k]
-        rem //= b[sz + k]
-        xo += c * b[xs + k]
-        yo += c * b[ys + k]
-        wo += c * b[ws + k]
-        zo += c * b[zs + k]
-    n = min(b[sz + last], j0 + CHUNK) - j0
+    j0, xo, yo, wo, zo, _ = _origin(b, task, chunks, CHUNK)
+    n = min(b[HEAD + last], j0 + CHUNK) - j0
     if width == 0:
         call_chunk(b[FN], _pointer(b[0]), xo, b[xs + last], _pointer(b[1]), yo, b[ys + last],
                    _pointer(b[2]), wo, b[ws + last], _pointer(b[3]), zo, b[zs + last], n,
@@ -356,7 +355,7 @@ def _task(b, f, task, chunks, width, buf):  # pragma: no cover - compiled
                    yo + k * b[ys + last], b[ys + last], _pointer(b[2]), wo + k * b[ws + last],
                    b[ws + last], data_pointer(buf), 0, 1, m, f[PARAMS], f[PARAMS + 1],
                    f[PARAMS + 2], f[PARAMS + 3], f[PARAMS + 4], f[PARAMS + 5], b[KIND], b[AUX])
-        out = carray(_bytes(b[3] + (zo + k) * width), m * width)
+        out = carray(u8_pointer(b[3] + (zo + k) * width), m * width)
         stream_copy(out, np.uint64(0), buf, np.uint64(0), np.uint64(m * width))
 
 
