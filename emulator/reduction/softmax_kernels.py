@@ -1,8 +1,7 @@
 """SOFTMAX, LOG_SOFTMAX and HARDMAX over the reduction layout (``layout.Layout``: groups x
 elements), for the version-0 operators (the last axis) and the version-1 ones (an axis set).
 
-Mode 0 SOFTMAX, 1 LOG_SOFTMAX, 2 HARDMAX. Computed in float64 with the group maximum m
-subtracted:
+Mode 0 SOFTMAX, 1 LOG_SOFTMAX, 2 HARDMAX, with the group maximum m subtracted:
 
     SOFTMAX     y = e / s,                 e = exp(x - m), s = the sum of e over the group
     LOG_SOFTMAX y = (x - m) - log1p(t),    t = s - 1, summed without the ones (below)
@@ -16,6 +15,11 @@ sums the terms that are not 1, adds the count of ones less one and takes log1p: 
 by one element keeps the small log of its sum to full precision (1 + t rounded would lose it).
 
 Two modes, chosen by the plan from the layout (never from the thread count):
+
+Precision (docs/decisions.md, "Softmax family accuracy"): SOFTMAX in group mode computes in
+float32 (``_group32``: the maximum through int32 keys, ``vmath.exp_difference`` with x - m kept
+exact, the sum in float64, each exp times 1/sum rounded once: within 2 ULP); everything else in
+float64 (within 1 ULP).
 
 - group mode: a task owns a range of groups and takes them one at a time, in three passes
   (maximum, sums, outputs) over blocks of at most ``BLOCK`` elements, each gathered into a
@@ -46,11 +50,11 @@ from llvmlite import ir
 from numba import carray, types
 from numba.extending import intrinsic
 
-from ..kernels.floats import load64, store
+from ..kernels.floats import bits_float, load64, store, wide_vectors
 from ..kernels.index import offsets4
 from ..kernels.jit import c_kernel, helper, inline, kernel, prange, reduction
 from ..kernels.strided import data_pointer
-from ..kernels.vmath import exp64
+from ..kernels.vmath import exp64, exp_difference
 
 BLOCK = 2048  # elements of a group held at once (float64: 16 KiB, stays in L1/L2)
 TILE_SCRATCH = 16384  # column mode: lanes x reduced elements held at once (float64: 128 KiB)
@@ -225,6 +229,56 @@ def lanes_out(v, n, w, k0, m, scale, best, mode):  # pragma: no cover
                 v[at + lane] = exp64(v[at + lane] - m[lane]) / scale[lane]
 
 
+# -- SOFTMAX in float32 (group mode) --------------------------------------------------------------
+
+
+@helper
+def scan32(src, n):  # pragma: no cover
+    """(the largest of src[:n], whether one is NaN): the maximum of int32 keys ordered as the
+    floats (the magnitude bits of a negative value flipped), a loop that vectorises where a
+    float comparison's select does not; a NaN's key is meaningless (its group is NaN anyway)."""
+    wide_vectors()
+    u = src.view(np.int32)
+    m = np.int32(-2 ** 31)
+    nans = 0
+    for j in range(n):
+        a = u[j]
+        m = np.int32(max(m, np.int32(a ^ np.int32(np.int32(a >> np.int32(31)) &
+                                                  np.int32(0x7FFFFFFF)))))
+        v = src[j]
+        nans += v != v
+    m = np.int32(m ^ np.int32(np.int32(m >> np.int32(31)) & np.int32(0x7FFFFFFF)))
+    return bits_float(m), nans > 0
+
+
+@reduction
+def _sum64(e, n):  # pragma: no cover
+    """The sum of the float32 e[:n] in float64 (its order free: ``jit.reduction``)."""
+    wide_vectors()
+    s = 0.0
+    for j in range(n):
+        s += np.float64(e[j])
+    return s
+
+
+@helper
+def exps32(src, e, n, m):  # pragma: no cover
+    """e[:n] = exp(src[:n] - m) (``vmath.exp_difference``: the difference kept exact); returns
+    their sum in float64 (a separate loop: summed in the same one, the float64 lanes halved
+    the float32 ones)."""
+    for j in range(n):
+        e[j] = exp_difference(src[j], m)
+    return _sum64(e, n)
+
+
+@helper
+def scale32(e, n, inv):  # pragma: no cover
+    """e[:n] = e[:n] · inv, the float64 product rounded once to float32."""
+    wide_vectors()
+    for j in range(n):
+        e[j] = np.float32(np.float64(e[j]) * inv)
+
+
 # -- the storage-type kernel: loads, stores and the walk -----------------------------------------
 
 
@@ -310,6 +364,77 @@ def _group(x, y, gx, gy, lead, r_x, r_y, inner, count, mode, buf, src):  # pragm
             m = _defined(m, nan, mode)
         elif p == 1:
             scale = _scale(s, t, ones, mode)
+
+
+@inline
+def _gather(x, gx, lead, r_x, inner, k0, n, buf):  # pragma: no cover
+    """buf[:n] = elements k0 .. k0 + n - 1 of the group at gx, from the rows of the innermost
+    reduced dimension."""
+    last = r_x.shape[0] - 1
+    r = k0 // inner
+    j = k0 - r * inner
+    at = 0
+    while at < n:
+        take = min(inner - j, n - at)
+        rx, _, _, _ = offsets4(r, lead, r_x, r_x, r_x, r_x)
+        _load_row(x, gx + rx + j * r_x[last], r_x[last], take, buf, at)
+        at += take
+        r += 1
+        j = 0
+
+
+@inline
+def _scatter(y, gy, lead, r_y, inner, k0, n, buf):  # pragma: no cover
+    """The inverse of ``_gather``: buf[:n] into the group's elements k0 .. k0 + n - 1."""
+    last = r_y.shape[0] - 1
+    r = k0 // inner
+    j = k0 - r * inner
+    at = 0
+    while at < n:
+        take = min(inner - j, n - at)
+        ry, _, _, _ = offsets4(r, lead, r_y, r_y, r_y, r_y)
+        _store_row(y, gy + ry + j * r_y[last], r_y[last], take, buf, at)
+        at += take
+        r += 1
+        j = 0
+
+
+@helper
+def _group32(x, y, gx, gy, lead, r_x, r_y, inner, count, src, e):  # pragma: no cover
+    """SOFTMAX of one group in float32 (``src``, ``e``: float32 buffers of BLOCK): the maximum,
+    the float64 sum of exp(x - m), then every exp times 1/sum, each block gathered as
+    ``_group`` does (a group of one block once, its exps kept)."""
+    single = count <= BLOCK
+    m = np.float32(0.0)
+    nan = False
+    for k0 in range(0, count, BLOCK):
+        n = min(BLOCK, count - k0)
+        _gather(x, gx, lead, r_x, inner, k0, n, src)
+        mb, nb = scan32(src, n)
+        m = mb if k0 == 0 or mb > m else m
+        nan = nan or nb
+    if nan or not math.isfinite(m):  # a NaN, +inf, or only -inf: the group is NaN
+        for j in range(min(count, BLOCK)):
+            e[j] = np.float32(math.nan)
+        for k0 in range(0, count, BLOCK):
+            _scatter(y, gy, lead, r_y, inner, k0, min(BLOCK, count - k0), e)
+        return
+    s = 0.0
+    if single:
+        s = exps32(src, e, count, m)
+    else:
+        for k0 in range(0, count, BLOCK):
+            n = min(BLOCK, count - k0)
+            _gather(x, gx, lead, r_x, inner, k0, n, src)
+            s += exps32(src, e, n, m)
+    inv = 1.0 / s
+    for k0 in range(0, count, BLOCK):
+        n = min(BLOCK, count - k0)
+        if not single:
+            _gather(x, gx, lead, r_x, inner, k0, n, src)
+            exps32(src, e, n, m)
+        scale32(e, n, inv)
+        _scatter(y, gy, lead, r_y, inner, k0, n, e)
 
 
 @helper
@@ -414,6 +539,13 @@ def _task(xp, yp, pp, task):  # pragma: no cover - compiled
         for k in range(gr):
             groups *= g_sizes[k]
         per = (groups + tasks - 1) // tasks
+        if mode == 0:  # SOFTMAX: float32
+            src32 = np.empty(min(count, BLOCK), np.float32)
+            e32 = np.empty(min(count, BLOCK), np.float32)
+            for g in range(task * per, min(groups, task * per + per)):
+                gx, gy, _, _ = offsets4(g, g_sizes, g_x, g_y, g_y, g_y)
+                _group32(x, y, gx, gy, lead, r_x, r_y, inner, count, src32, e32)
+            return
         buf = np.empty(min(count, BLOCK), np.float64)
         src = np.empty(min(count, BLOCK), np.float64)
         for g in range(task * per, min(groups, task * per + per)):
