@@ -19,8 +19,8 @@ from emulator.pythonic import run
 
 from .helpers import desc
 
-F32, F16, U8 = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
-                DML_TENSOR_DATA_TYPE_UINT8)
+F32, F16, U8, I32 = (DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                     DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_INT32)
 
 needs_pool = pytest.mark.skipif(not pool.available(), reason="the pool runs on Linux x86-64 only")
 
@@ -121,6 +121,27 @@ def _ops():
         "DEPTH_TO_SPACE1 f32": (DML_OPERATOR_DESC(Desc=DML_DEPTH_TO_SPACE1_OPERATOR_DESC(
             InputTensor=desc(F32, (2, 16, 32, 32)), OutputTensor=desc(F32, (2, 4, 64, 64)),
             BlockSize=2, Order=DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW)), [cube.reshape(2, 16, 32, 32)]),
+        # The reduction family's task kernels (kernels/tasks.py): a group at a time, groups cut
+        # into chunks folded in a second phase, keys, integer folds, scans, softmax groups.
+        "SOFTMAX1 f32 last axis": (DML_OPERATOR_DESC(Desc=DML_ACTIVATION_SOFTMAX1_OPERATOR_DESC(
+            InputTensor=desc(F32, x.shape), OutputTensor=desc(F32, x.shape), Axes=[1])), [x]),
+        "REDUCE SUM f32 first axis (chunks)": (DML_OPERATOR_DESC(Desc=DML_REDUCE_OPERATOR_DESC(
+            Function=DML_REDUCE_FUNCTION_SUM, InputTensor=desc(F32, x.shape),
+            OutputTensor=desc(F32, (1, 1000)), Axes=[0])), [x]),
+        "REDUCE LOG_SUM_EXP f16 all": (DML_OPERATOR_DESC(Desc=DML_REDUCE_OPERATOR_DESC(
+            Function=DML_REDUCE_FUNCTION_LOG_SUM_EXP, InputTensor=desc(F16, (3, 5, 7, 11)),
+            OutputTensor=desc(F16, (1, 1, 1, 1)), Axes=[0, 1, 2, 3])), [h[:, :, :, :, 0, 0, 0, 0].copy()]),
+        "ARGMAX u8 last axis": (DML_OPERATOR_DESC(Desc=DML_ARGMAX_OPERATOR_DESC(
+            InputTensor=desc(U8, a.shape), OutputTensor=desc(DML_TENSOR_DATA_TYPE_INT64, (64, 1)),
+            Axes=[1], AxisDirection=DML_AXIS_DIRECTION_DECREASING)), [a]),
+        "REDUCE MULTIPLY i32": (DML_OPERATOR_DESC(Desc=DML_REDUCE_OPERATOR_DESC(
+            Function=DML_REDUCE_FUNCTION_MULTIPLY, InputTensor=desc(I32, a.shape),
+            OutputTensor=desc(I32, (64, 1)), Axes=[1])), [a.astype(np.int32) - 128]),
+        "CUMULATIVE_SUMMATION i32 exclusive decreasing": (DML_OPERATOR_DESC(
+            Desc=DML_CUMULATIVE_SUMMATION_OPERATOR_DESC(
+                InputTensor=desc(I32, a.shape), OutputTensor=desc(I32, a.shape), Axis=1,
+                AxisDirection=DML_AXIS_DIRECTION_DECREASING, HasExclusiveSum=True)),
+            [a.astype(np.int32)]),
         "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
             OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),
@@ -157,6 +178,15 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore):
     if name.startswith("PADDING1 constant"):
         np.testing.assert_array_equal(results[1][0], np.pad(inputs[0], ((3, 3), (5, 8)),
                                                              constant_values=2.5))
+    if name.startswith("REDUCE SUM"):
+        np.testing.assert_allclose(results[1][0], inputs[0].sum(axis=0, keepdims=True),
+                                   rtol=1e-5, atol=1e-5)
+    if name.startswith("ARGMAX"):
+        last = inputs[0].shape[1] - 1 - np.argmax(inputs[0][:, ::-1], axis=1)
+        np.testing.assert_array_equal(results[1][0][:, 0], last)
+    if name.startswith("CUMULATIVE"):
+        rev = np.cumsum(inputs[0][:, ::-1], axis=1)[:, ::-1] - inputs[0]
+        np.testing.assert_array_equal(results[1][0], rev)
     if name.startswith("SLICE1"):
         np.testing.assert_array_equal(results[1][0], inputs[0][:, ::-2])
 

@@ -3,10 +3,12 @@
 with only the lever switched, so that a noisy machine's drift falls on both sides alike.
 
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py pool     # own worker pool vs Numba's prange
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py reduce   # the same, for the reductions
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
+``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
 f32 -> f16, GREATER, EXP, TANH, ERF); ``tile`` switches the tiled order of an IDENTITY over a
 transposed input off (four transposes). Prints the median ms of each side. These measured the
@@ -104,6 +106,40 @@ def _movement() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     }
 
 
+def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    """Issue 15's workloads (the reduction family's task kernels, kernels/tasks.py)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4096, 4096)).astype(np.float32)
+    h = a.astype(np.float16)
+    s = rng.standard_normal((16, 12, 512, 512)).astype(np.float32)
+
+    def reduce(fn, x, axes):
+        out = np.empty([1 if d in axes else n for d, n in enumerate(x.shape)], x.dtype)
+        return (DML_OPERATOR_DESC(Desc=DML_REDUCE_OPERATOR_DESC(
+            Function=fn, InputTensor=tensor_desc(x), OutputTensor=tensor_desc(out),
+            Axes=list(axes))), [x], [out])
+
+    i64 = np.empty((4096, 1), np.int64)
+    return {
+        "REDUCE SUM f32 last": reduce(DML_REDUCE_FUNCTION_SUM, a, (1,)),
+        "REDUCE SUM f32 first": reduce(DML_REDUCE_FUNCTION_SUM, a, (0,)),
+        "REDUCE SUM f32 all": reduce(DML_REDUCE_FUNCTION_SUM, a, (0, 1)),
+        "REDUCE MAX f16 last": reduce(DML_REDUCE_FUNCTION_MAX, h, (1,)),
+        "ARGMAX f32 last": (DML_OPERATOR_DESC(Desc=DML_ARGMAX_OPERATOR_DESC(
+            InputTensor=tensor_desc(a), OutputTensor=tensor_desc(i64), Axes=[1],
+            AxisDirection=DML_AXIS_DIRECTION_INCREASING)), [a], [i64]),
+        "CUMULATIVE_SUMMATION f32 last": (DML_OPERATOR_DESC(
+            Desc=DML_CUMULATIVE_SUMMATION_OPERATOR_DESC(
+                InputTensor=tensor_desc(a), OutputTensor=tensor_desc(a), Axis=1,
+                AxisDirection=DML_AXIS_DIRECTION_INCREASING, HasExclusiveSum=False)),
+            [a], [np.empty_like(a)]),
+        "SOFTMAX1 f32 [16,12,512,512]": (DML_OPERATOR_DESC(
+            Desc=DML_ACTIVATION_SOFTMAX1_OPERATOR_DESC(
+                InputTensor=tensor_desc(s), OutputTensor=tensor_desc(s), Axes=[3])),
+            [s], [np.empty_like(s)]),
+    }
+
+
 def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int,
             repeat: int) -> tuple[float, float]:
     """Median seconds of ``run`` with the lever on, then off (interleaved rounds)."""
@@ -124,24 +160,25 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("lever", choices=["pool", "stream", "tile"])
+    p.add_argument("lever", choices=["pool", "reduce", "stream", "tile"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    cases = {"pool": lambda: {**_elementwise(), **_movement()}, "stream": _elementwise,
-             "tile": _transposes}[args.lever]()
-    on, off = {"pool": ("pool", "prange"), "stream": ("streamed", "cached"),
+    cases = {"pool": lambda: {**_elementwise(), **_movement()}, "reduce": _reductions,
+             "stream": _elementwise, "tile": _transposes}[args.lever]()
+    on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
+               "stream": ("streamed", "cached"),
                "tile": ("tiled", "rows")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
         prepared = Prepared(desc, ins, outs, level="6_4")
 
-        block = prepared.compiled.operator.plan.block
-        tiling = int(block[strided.TILE])
+        plan = prepared.compiled.operator.plan
+        tiling = int(plan.block[strided.TILE]) if args.lever == "tile" else -1
 
         def switch(value: bool, prepared: Prepared = prepared, outs: list = outs,
                    tiling: int = tiling) -> None:
-            if args.lever == "pool":
+            if args.lever in ("pool", "reduce"):
                 pool.ENABLED = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1

@@ -34,12 +34,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba import carray
 from numba.core import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from ..kernels.floats import load64, store, store_int
 from ..kernels.index import offsets4
-from ..kernels.jit import helper, inline, kernel, prange, reduction
+from ..kernels.jit import helper, inline, reduction
+from ..kernels.strided import int64_pointer, typed_pointer
+from ..kernels.tasks import HEAD, TASKS, block, run
 
 # reduce_float / reduce_int ops
 SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
@@ -53,6 +57,77 @@ U1 = np.uint64(1)
 U2 = np.uint64(2)
 U3 = np.uint64(3)
 U4 = np.uint64(4)
+
+
+# The task kernels' argument block (kernels/tasks.py): HEAD slots, then FIELDS int64 fields,
+# then the kept part's sizes and strides and the reduced part's (``GR`` and ``RR`` each; the
+# scan's second "kept" stride set is its output's).
+XN, YN, GROUPS, CHUNKS, LANES, PHASE, GR, RR, OP, SHIFT, OUT, SIGN, PART_INDEX, OUT_INDEX, \
+    KIND, TOP, MASK, INF, FLIP, CANON, BACKWARD, INDEX, N, XS, YS, EXCLUSIVE = range(26)
+FIELDS = 26
+
+_floats = typed_pointer(types.float64)
+_u64s = typed_pointer(types.uint64)
+
+
+@intrinsic
+def _addr(typingctx, ptr):  # pragma: no cover - code generation
+    """A typed pointer as an int64 address."""
+    if not isinstance(ptr, types.CPointer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ptrtoint(args[0], ir.IntType(64))
+
+    return types.int64(ptr), codegen
+
+
+@inline
+def _fields(pp):  # pragma: no cover
+    """(the fields, then the two parts' arrays: sizes and strides of the first, of the second)."""
+    h = carray(pp, HEAD + FIELDS)[HEAD:]
+    gr, rr = h[GR], h[RR]
+    p = carray(pp, HEAD + FIELDS + 2 * gr + 2 * rr)[HEAD + FIELDS:]
+    return h, p[:gr], p[gr:2 * gr], p[2 * gr:2 * gr + rr], p[2 * gr + rr:]
+
+
+@inline
+def _tasks_of(pp):  # pragma: no cover
+    return carray(pp, HEAD)[TASKS]
+
+
+@inline
+def _share(n, task, tasks):  # pragma: no cover
+    """Task ``task``'s contiguous range of n items."""
+    return n * task // tasks, n * (task + 1) // tasks
+
+
+def fields(first, second, **values) -> np.ndarray:
+    """A task block: the named fields (the rest 0) and the two parts (sizes, strides) after."""
+    f = [0] * FIELDS
+    f[GR], f[RR] = len(first[0]), len(second[0])
+    for name, v in values.items():
+        f[globals()[name.upper()]] = int(v)
+    return block([*f, *first[0], *first[1], *second[0], *second[1]])
+
+
+def reduce_tasks(groups: int, chunks: int, lanes: int, glast: int) -> int:
+    """Phase 0's tasks: (block of ``lanes`` groups) x chunk."""
+    return groups // glast * -(-glast // lanes) * chunks
+
+
+def run_phases(fn: int, blk: np.ndarray, x: np.ndarray, part: np.ndarray, groups: int,
+               chunks: int, lanes: int, glast: int, finish: bool = False) -> None:
+    """Phase 0 into ``part``; where a group is cut into chunks (or ``finish``), phase 1 folds
+    them (its outputs at the block's addresses)."""
+    blk[HEAD + PHASE] = 0
+    run(fn, blk, reduce_tasks(groups, chunks, lanes, glast), x, part)
+    if chunks > 1 or finish:
+        blk[HEAD + PHASE] = 1
+        run(fn, blk, min(groups, COMBINE_TASKS), x, part)
+
+
+COMBINE_TASKS = 64
 
 
 @inline
@@ -209,17 +284,21 @@ def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part
         part[g0 + t, c] = acc_l[t]
 
 
-@kernel
-def reduce_float(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift,
-                 out):  # pragma: no cover
-    """out[g] = the fold of group g's elements (float64); ``shift[g]`` is subtracted before exp."""
-    groups = _count(g_sizes)
-    part = np.empty((groups, chunks), np.float64)
-    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
-    for task in prange(tasks):
-        _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part, task)
-    for g in prange(groups):
-        out[g] = _float_combine(part, g, op)
+def float_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """A task of the float fold (x: FLOAT32 or FLOAT16 bits; y: the float64 partial results,
+    groups x chunks): phase 0 one (block of groups, chunk) task, ``_float_block``; phase 1
+    a range of groups, their partial results folded in chunk order into ``OUT``."""
+    h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
+    groups, chunks, op = h[GROUPS], h[CHUNKS], h[OP]
+    part = carray(_floats(_addr(yp)), (groups, chunks))
+    if h[PHASE] == 0:
+        _float_block(carray(xp, h[XN]), g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, op,
+                     carray(_floats(h[SHIFT]), groups), part, task)
+    else:
+        out = carray(_floats(h[OUT]), groups)
+        lo, hi = _share(groups, task, _tasks_of(pp))
+        for g in range(lo, hi):
+            out[g] = _float_combine(part, g, op)
 
 
 @helper
@@ -291,20 +370,23 @@ def _int_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign, part,
         part[g0 + t, c] = acc_l[t]
 
 
-@kernel
-def reduce_int(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign,
-               out):  # pragma: no cover
-    """out[g] = the sum (of x, x*x, |x|) or product of group g's elements modulo 2**64."""
-    groups = _count(g_sizes)
-    part = np.empty((groups, chunks), np.uint64)
-    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
-    for task in prange(tasks):
-        _int_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, sign, part, task)
-    for g in prange(groups):
-        acc = part[g, 0]
-        for c in range(1, chunks):
-            acc = acc * part[g, c] if op == PRODUCT else acc + part[g, c]
-        out[g] = acc
+def int_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """A task of the integer fold (x: the elements' unsigned bits; y: the uint64 partial
+    results, groups x chunks), in the two phases of ``float_task``."""
+    h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
+    groups, chunks, op = h[GROUPS], h[CHUNKS], h[OP]
+    part = carray(_u64s(_addr(yp)), (groups, chunks))
+    if h[PHASE] == 0:
+        _int_block(carray(xp, h[XN]), g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, op,
+                   np.uint64(h[SIGN]), part, task)
+    else:
+        out = carray(_u64s(h[OUT]), groups)
+        lo, hi = _share(groups, task, _tasks_of(pp))
+        for g in range(lo, hi):
+            acc = part[g, 0]
+            for c in range(1, chunks):
+                acc = acc * part[g, c] if op == PRODUCT else acc + part[g, c]
+            out[g] = acc
 
 
 # -- MIN, MAX, ARGMIN, ARGMAX ----------------------------------------------------------------
@@ -461,21 +543,27 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
         part_i[g0 + t, c] = bi[t]
 
 
-@kernel
-def reduce_keys(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
-                canon, backward, index, out_index, out_bits):  # pragma: no cover
-    """For every group, the element of largest key: its bits (``out_bits``) and, with ``index``,
-    its flat number in the group (``out_index``; ties: the first, ``backward``: the last). A
-    group without a number (all NaN) gives its first element (``backward``: its last)."""
-    groups = _count(g_sizes)
+def keys_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """A task of MIN, MAX, ARGMIN, ARGMAX (x: the elements' unsigned bits; y: the uint64 keys,
+    groups x chunks, with the int64 indices at ``PART_INDEX``): phase 0 ``_keys_block``, phase
+    1 a range of groups finished by ``_keys_finish`` into ``OUT`` (bits) and ``OUT_INDEX``."""
+    h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
+    groups, chunks = h[GROUPS], h[CHUNKS]
+    x = carray(xp, h[XN])
+    part_k = carray(_u64s(_addr(yp)), (groups, chunks))
+    part_i = carray(int64_pointer(h[PART_INDEX]), (groups, chunks))
+    kind, top, mask, inf = h[KIND], np.uint64(h[TOP]), np.uint64(h[MASK]), np.uint64(h[INF])
+    flip, canon, backward, index = np.uint64(h[FLIP]), h[CANON] != 0, h[BACKWARD] != 0, \
+        h[INDEX] != 0
+    if h[PHASE] == 0:
+        _keys_block(x, g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, kind, top, mask, inf,
+                    flip, canon, backward, index, part_k, part_i, task)
+        return
     count = _count(r_sizes)
-    part_k = np.zeros((groups, chunks), np.uint64)
-    part_i = np.zeros((groups, chunks), np.int64)
-    tasks = _tasks(groups, chunks, lanes, g_sizes[g_sizes.shape[0] - 1])
-    for task in prange(tasks):
-        _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask, inf, flip,
-                    canon, backward, index, part_k, part_i, task)
-    for g in prange(groups):
+    out_index = carray(int64_pointer(h[OUT_INDEX]), groups)
+    out_bits = carray(_u64s(h[OUT]), groups)
+    lo, hi = _share(groups, task, _tasks_of(pp))
+    for g in range(lo, hi):
         _keys_finish(x, g_sizes, g_in, r_sizes, r_in, chunks, count, kind, top, mask, flip,
                      backward, index, part_k, part_i, out_index, out_bits, g)
 
@@ -597,22 +685,38 @@ def _put_overload(y, i, v, like):  # pragma: no cover - typing
     return lambda y, i, v, like: store_int(y, i, v)
 
 
-@kernel
-def scan(x, y, g_sizes, g_in, g_out, n, xs, ys, product, exclusive, backward, lanes,
-         start):  # pragma: no cover
-    """Running sums (products) along a line of ``n`` elements (strides ``xs``, ``ys``) for every
-    line: FLOAT32/FLOAT16 in float64 (``start`` a float), each output rounded once; 32/64-bit
-    integers as their unsigned bits modulo 2**64 (``start`` a uint64), stored truncated, which
-    is the wrapped result at the type's width. ``lanes`` lines advance together: neighbours in
-    memory, or lines a row apart (several running totals in flight hide the add's latency)."""
-    lines = _count(g_sizes)
+@inline
+def _scan_task(xp, yp, pp, task, start):  # pragma: no cover - compiled
+    """One block of ``LANES`` lines of the cumulative operators (``start``: the accumulators'
+    first value, float64 or uint64)."""
+    h, g_sizes, g_in, _, g_out = _fields(pp)
     last = g_sizes.shape[0] - 1
     glast = g_sizes[last]
+    lanes = h[LANES]
     per_line = (glast + lanes - 1) // lanes
-    for task in prange((lines // glast) * per_line):
-        line = task // per_line
-        t0 = (task - line * per_line) * lanes
-        gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
-        _scan_block(x, y, np.uint64(gi), np.uint64(go), np.uint64(g_in[last]),
-                    np.uint64(g_out[last]), min(lanes, glast - t0), n, np.uint64(xs),
-                    np.uint64(ys), product, exclusive, backward, start)
+    line = task // per_line
+    t0 = (task - line * per_line) * lanes
+    gi, go, _, _ = offsets4(line * glast + t0, g_sizes, g_in, g_out, g_in, g_in)
+    _scan_block(carray(xp, h[XN]), carray(yp, h[YN]), np.uint64(gi), np.uint64(go),
+                np.uint64(g_in[last]), np.uint64(g_out[last]), min(lanes, glast - t0), h[N],
+                np.uint64(h[XS]), np.uint64(h[YS]), h[OP] != 0, h[EXCLUSIVE] != 0,
+                h[BACKWARD] != 0, start)
+
+
+def scan_float_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """Running sums (products) of FLOAT32/FLOAT16 lines in float64, each output rounded once."""
+    h = carray(pp, HEAD + FIELDS)[HEAD:]
+    _scan_task(xp, yp, pp, task, 1.0 if h[OP] != 0 else 0.0)
+
+
+def scan_int_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """Running sums (products) of 8- to 64-bit integer lines modulo 2**64, stored truncated
+    (the wrapped result at the type's width)."""
+    h = carray(pp, HEAD + FIELDS)[HEAD:]
+    _scan_task(xp, yp, pp, task, U1 if h[OP] != 0 else U0)
+
+
+def scan_tasks(g_sizes, lanes: int) -> int:
+    """The scan's tasks: blocks of ``lanes`` neighbouring lines along the last kept dimension."""
+    glast = int(g_sizes[-1])
+    return int(np.prod(g_sizes)) // glast * -(-glast // lanes)

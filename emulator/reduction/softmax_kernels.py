@@ -46,14 +46,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import carray, types
-from numba.extending import intrinsic
+from numba import carray
 
 from ..kernels.floats import bits_float, load64, store, wide_vectors
 from ..kernels.index import offsets4
-from ..kernels.jit import c_kernel, helper, inline, kernel, prange, reduction
-from ..kernels.strided import data_pointer
+from ..kernels.jit import helper, inline, reduction
+from ..kernels.tasks import HEAD, address, block, run
 from ..kernels.vmath import exp64, exp_difference
 
 BLOCK = 2048  # elements of a group held at once (float64: 16 KiB, stays in L1/L2)
@@ -483,46 +481,22 @@ def _tile(x, y, bx, by, lx, ly, w, lead, r_x, r_y, inner, count, mode):  # pragm
                 s[lane] = _scale(s[lane], t[lane], ones[lane], mode)
 
 
-# -- the parallel driver: task kernels called by address -----------------------------------------
+# -- the task kernel ------------------------------------------------------------------------------
 # Numba re-optimises every function a parallel kernel links in, several times over: a prange
 # kernel calling _group and _tile compiled in 9 s per storage type where a serial one took 2 s.
-# So the task (one range of groups, or one tile) is a C-callable kernel per storage type, and
-# one parallel driver, compiled once, calls it by address (as kernels/strided.py does).
+# So the task (one range of groups, or one tile) is a C-callable kernel per storage type, run
+# by kernels/tasks.py (on the worker pool, or a prange driver compiled once).
 
-_PTR = ir.IntType(8).as_pointer()
-_TASK_FN = ir.FunctionType(ir.VoidType(), [_PTR, _PTR, _PTR, ir.IntType(64)])
 HEADER = 8  # params: x and y element counts, count, mode, tasks, width, kept rank, reduced rank
-
-
-@intrinsic
-def _call_task(typingctx, fn, x, y, params, task):  # pragma: no cover - code generation
-    """Call the task kernel at address ``fn``."""
-    sig = types.void(types.int64, types.voidptr, types.voidptr, types.voidptr, types.int64)
-
-    def codegen(context, builder, sig, args):
-        builder.call(builder.inttoptr(args[0], _TASK_FN.as_pointer()), args[1:])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@kernel
-def drive(fn, x, y, params, tasks):  # pragma: no cover
-    """Tasks 0 .. tasks - 1 of the task kernel at ``fn``, in parallel (x, y: the bytes)."""
-    xp = data_pointer(x)
-    yp = data_pointer(y)
-    pp = data_pointer(params)
-    for task in prange(tasks):
-        _call_task(fn, xp, yp, pp, np.int64(task))
 
 
 def _task(xp, yp, pp, task):  # pragma: no cover - compiled
     """One task: with ``width`` 0, a contiguous range of groups; else a tile of ``width``
-    lanes along the last kept dimension. ``pp``: HEADER, then the kept sizes, x and y
-    strides, then the reduced sizes, x and y strides."""
-    h = carray(pp, HEADER)
+    lanes along the last kept dimension. ``pp``: the block (``tasks.HEAD`` slots, then the
+    params: HEADER, the kept sizes, x and y strides, the reduced sizes, x and y strides)."""
+    h = carray(pp, HEAD + HEADER)[HEAD:]
     count, mode, tasks, width, gr, rr = h[2], h[3], h[4], h[5], h[6], h[7]
-    p = carray(pp, HEADER + 3 * gr + 3 * rr)
+    p = carray(pp, HEAD + HEADER + 3 * gr + 3 * rr)[HEAD:]
     x = carray(xp, h[0])
     y = carray(yp, h[1])
     g_sizes = p[HEADER:HEADER + gr]
@@ -560,21 +534,13 @@ def _task(xp, yp, pp, task):  # pragma: no cover - compiled
               min(width, lanes - l0), lead, r_x, r_y, inner, count, mode)
 
 
-_compiled: dict[str, object] = {}
-
-
 def task_address(storage: str) -> int:
     """The task kernel for FLOAT32 ("float32") or FLOAT16 ("uint16") storage, compiled on first
     use."""
-    c = _compiled.get(storage)
-    if c is None:
-        ptr = types.CPointer(getattr(types, storage))
-        c = c_kernel(types.void(ptr, ptr, types.CPointer(types.int64), types.int64))(_task)
-        _compiled[storage] = c
-    return int(c.address)  # type: ignore[attr-defined]
+    return address(_task, storage, storage)
 
 
 def launch(x: np.ndarray, y: np.ndarray, params: np.ndarray, tasks: int) -> None:
     """Run the softmax of ``params`` (HEADER and layout, see ``_task``) over the typed views x
     and y (float32, or uint16 for FLOAT16)."""
-    drive(task_address(x.dtype.name), x.view(np.uint8), y.view(np.uint8), params, tasks)
+    run(task_address(x.dtype.name), block(params), tasks, x, y)

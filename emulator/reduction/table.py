@@ -124,10 +124,12 @@ class ReducePlan:
         return cls(x, y, layout, *_cut(layout), function, backward)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from . import kernels
+        from . import kernels as k
 
         lay, x, fn = self.layout, self.x, self.function
-        shape = (lay.g[0], lay.g[1], lay.r[0], lay.r[1], self.lanes, self.chunks)
+        groups, chunks, lanes = lay.groups, self.chunks, self.lanes
+        glast = int(lay.g[0][-1])
+        parts = ((lay.g[0], lay.g[1]), (lay.r[0], lay.r[1]))
         region = regions["InputTensor"]
         if fn in EXTREMES:
             minimum, index = EXTREMES[fn]
@@ -136,22 +138,34 @@ class ReducePlan:
             kind = FLOAT if x.data_type in (FLOAT32, FLOAT16) else \
                 SIGNED if x.data_type in SIGNED_TYPES else UNSIGNED
             inf = {FLOAT32: 0x7F800000, FLOAT16: 0x7C00}.get(x.data_type, 0)
-            out_index = np.empty(lay.groups, np.int64)
-            out_bits = np.empty(lay.groups, np.uint64)
-            kernels.reduce_keys(typed_view(region, _unsigned(x)), *shape, kind,
-                                np.uint64(1 << (bits - 1)), np.uint64(mask), np.uint64(inf),
-                                np.uint64(mask if minimum else 0), index, self.backward, index,
-                                out_index, out_bits)
+            xv = typed_view(region, _unsigned(x))
+            part_k = np.zeros((groups, chunks), np.uint64)
+            part_i = np.zeros((groups, chunks), np.int64)
+            out_index = np.empty(groups, np.int64)
+            out_bits = np.empty(groups, np.uint64)
+            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes,
+                           part_index=part_i.ctypes.data, out_index=out_index.ctypes.data,
+                           out=out_bits.ctypes.data, kind=kind, top=_signed64(1 << (bits - 1)),
+                           mask=_signed64(mask), inf=inf, flip=_signed64(mask if minimum else 0),
+                           canon=index, backward=self.backward, index=index)
+            k.run_phases(_address(k.keys_task, xv, "uint64"), blk, xv, part_k, groups, chunks,
+                         lanes, glast, finish=True)
             result = out_index if index else out_bits.astype(_unsigned(x)).view(x.dtype)
         elif x.data_type in (FLOAT32, FLOAT16):
             op, finish = ARITHMETIC[fn]
-            shift = np.zeros(lay.groups)
-            acc = np.empty(lay.groups)
+            shift = np.zeros(groups)
+            acc = np.empty(groups)
             xv = float_view(region, x.element_size)
+            part = acc.reshape(groups, 1) if chunks == 1 else np.empty((groups, chunks))
+            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes,
+                           shift=shift.ctypes.data, out=acc.ctypes.data)
+            fn_address = _address(k.float_task, xv, "float64")
             if op == EXP:  # the largest element first (NaN skipped; -inf if none)
-                kernels.reduce_float(xv, *shape, MAXIMUM, shift, acc)
-                shift = np.where(np.isfinite(acc), acc, 0.0)
-            kernels.reduce_float(xv, *shape, op, shift, acc)
+                blk[k.HEAD + k.OP] = MAXIMUM
+                k.run_phases(fn_address, blk, xv, part, groups, chunks, lanes, glast)
+                shift[:] = np.where(np.isfinite(acc), acc, 0.0)
+            blk[k.HEAD + k.OP] = op
+            k.run_phases(fn_address, blk, xv, part, groups, chunks, lanes, glast)
             with np.errstate(all="ignore"):
                 if finish == "mean":
                     acc = acc / lay.count
@@ -164,12 +178,32 @@ class ReducePlan:
         else:
             op, _ = ARITHMETIC[fn]
             sign = 1 << (8 * x.element_size - 1) if x.data_type in SIGNED_TYPES else 0
-            acc = np.empty(lay.groups, np.uint64)
-            kernels.reduce_int(typed_view(region, _unsigned(x)), *shape, op, np.uint64(sign),
-                               acc)
+            acc = np.empty(groups, np.uint64)
+            xv = typed_view(region, _unsigned(x))
+            part = acc.reshape(groups, 1) if chunks == 1 else np.empty((groups, chunks),
+                                                                      np.uint64)
+            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes, op=op,
+                           sign=_signed64(sign), out=acc.ctypes.data)
+            k.run_phases(_address(k.int_task, xv, "uint64"), blk, xv, part, groups, chunks,
+                         lanes, glast)
             result = acc.astype(_unsigned(x)).view(x.dtype)
         y = self.y
         y.view(regions["OutputTensor"])[...] = result.astype(y.dtype).reshape(y.sizes)
+
+
+def _signed64(v: int) -> int:
+    """A 64-bit pattern as the int64 a block holds."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _address(task, x: np.ndarray, y: str) -> int:
+    from ..kernels.tasks import address
+
+    return address(task, _NUMBA_NAMES[x.dtype.name], y)
+
+
+_NUMBA_NAMES = {"float32": "float32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+                "uint64": "uint64"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,20 +229,23 @@ class ScanPlan:
         return cls(x, layout, lanes, product, exclusive, v.AxisDirection == DECREASING)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from . import kernels
+        from . import kernels as k
 
         x, lay = self.x, self.layout
         _, r_in, r_out = lay.r  # one dimension (size 1, stride 0, where Axis has size 1)
-        args = (lay.g[0], lay.g[1], lay.g[2], lay.count, int(r_in[0]), int(r_out[0]),
-                self.product, self.exclusive, self.backward, self.lanes)
         if x.data_type in (FLOAT32, FLOAT16):
-            kernels.scan(float_view(regions["InputTensor"], x.element_size),
-                         float_view(regions["OutputTensor"], x.element_size), *args,
-                         1.0 if self.product else 0.0)
+            xv = float_view(regions["InputTensor"], x.element_size)
+            yv = float_view(regions["OutputTensor"], x.element_size)
+            task = k.scan_float_task
         else:
-            kernels.scan(typed_view(regions["InputTensor"], _unsigned(x)),
-                         typed_view(regions["OutputTensor"], _unsigned(x)), *args,
-                         np.uint64(1 if self.product else 0))
+            xv = typed_view(regions["InputTensor"], _unsigned(x))
+            yv = typed_view(regions["OutputTensor"], _unsigned(x))
+            task = k.scan_int_task
+        blk = k.fields((lay.g[0], lay.g[1]), (lay.g[0], lay.g[2]), xn=xv.size, yn=yv.size,
+                       lanes=self.lanes, n=lay.count, xs=r_in[0], ys=r_out[0], op=self.product,
+                       exclusive=self.exclusive, backward=self.backward)
+        k.run(_address(task, xv, _NUMBA_NAMES[yv.dtype.name]), blk,
+              k.scan_tasks(lay.g[0], self.lanes), xv, yv)
 
 
 # --- references: the pages' formulas, plainly ------------------------------------------------

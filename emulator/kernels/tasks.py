@@ -1,0 +1,122 @@
+"""Task kernels: one way to run work cut into independent tasks, on the worker pool
+(``kernels/pool.py``) where it is available, else on Numba's ``prange``.
+
+A task kernel is a C-callable function (``jit.c_kernel``) with the C signature
+
+    void task(T *x, U *y, int64 *block, int64 task)
+
+x and y typed per compiled variant (FLOAT32 as float32, FLOAT16 as uint16 bits, ...), ``block``
+an int64 argument block: ``HEAD`` slots the launch fills (the x and y addresses, the kernel's
+address, the task count), then the kernel's own fields (sizes, strides, scalars, the addresses
+of further arrays). ``run`` calls it for tasks 0 .. n - 1:
+
+- on the pool: thread t runs the t-th contiguous range of tasks (the same range in every launch
+  of one shape, so a part of a tensor stays on one core's cache), one job for every task kernel
+  (``_part``), compiled once;
+- elsewhere: ``drive``, a ``prange`` loop over the tasks, compiled once (x and y as bytes).
+
+Why: the reductions and the softmax family had a ``prange`` kernel (or driver) of their own, and
+under Numba's TBB layer every launch builds a task arena (~100 us a launch on the 16-core Xeon,
+26 us on the pool: docs/decisions.md, "Element-wise launches on an own worker pool"). A task's
+result must not depend on which thread runs it, so the thread count never changes a byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, types
+from numba.extending import intrinsic
+
+from . import pool
+from .jit import c_kernel, kernel, prange
+from .strided import data_pointer, int64_pointer
+
+X, Y, FN, TASKS = 0, 1, 4, 5  # block slots: x and y addresses (2, 3: unused), the kernel, tasks
+HEAD = 6
+
+_I64 = ir.IntType(64)
+_PTR = ir.IntType(8).as_pointer()
+_TASK_FN = ir.FunctionType(ir.VoidType(), [_PTR, _PTR, _PTR, _I64])
+
+
+@intrinsic
+def _call(typingctx, fn, x, y, block, task):  # pragma: no cover - code generation
+    """Call the task kernel at address ``fn`` (x, y, block: int64 addresses)."""
+    sig = types.void(types.int64, types.int64, types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        ptrs = [builder.inttoptr(a, _PTR) for a in args[1:4]]
+        builder.call(builder.inttoptr(args[0], _TASK_FN.as_pointer()), [*ptrs, args[4]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _address(typingctx, ptr):  # pragma: no cover - code generation
+    """A ``void*`` as an int64."""
+    def codegen(context, builder, sig, args):
+        return builder.ptrtoint(args[0], _I64)
+
+    return types.int64(types.voidptr), codegen
+
+
+def _part(block, part, parts):  # pragma: no cover - compiled
+    """The pool's job: the part-th contiguous range of the block's tasks."""
+    b = carray(int64_pointer(block), HEAD)
+    n = b[TASKS]
+    for task in range(n * part // parts, n * (part + 1) // parts):
+        _call(b[FN], b[X], b[Y], block, task)
+
+
+@kernel
+def drive(x, y, block):  # pragma: no cover
+    """Every task of the block on Numba's threads (x, y: the tensors' bytes)."""
+    xp = _address(data_pointer(x))
+    yp = _address(data_pointer(y))
+    bp = _address(data_pointer(block))
+    fn = block[FN]
+    for task in prange(block[TASKS]):
+        _call(fn, xp, yp, bp, np.int64(task))
+
+
+_compiled: dict[tuple[Any, str, str], Any] = {}
+
+
+def address(py_func: Any, x: str, y: str) -> int:
+    """The address of the task kernel ``py_func(xp, yp, block, task)`` compiled for x and y of
+    these Numba scalar types ("float32", "uint16" ...): compiled on first use, then from
+    Numba's disk cache."""
+    key = (py_func, x, y)
+    c = _compiled.get(key)
+    if c is None:
+        sig = types.void(types.CPointer(getattr(types, x)), types.CPointer(getattr(types, y)),
+                         types.CPointer(types.int64), types.int64)
+        c = _compiled[key] = c_kernel(sig)(py_func)
+    return int(c.address)
+
+
+def block(fields) -> np.ndarray:
+    """An argument block: HEAD empty slots, then ``fields`` (int64s)."""
+    out = np.zeros(HEAD + len(fields), np.int64)
+    out[HEAD:] = fields
+    return out
+
+
+def run(fn: int, block: np.ndarray, tasks: int, x: np.ndarray, y: np.ndarray) -> None:
+    """Tasks 0 .. tasks - 1 of the task kernel at address ``fn`` over the arrays x and y (any
+    contiguous 1-D arrays; the block's other arrays travel as addresses in its fields, and must
+    live until this returns)."""
+    if tasks <= 0:
+        return
+    block[FN] = fn
+    block[TASKS] = tasks
+    xb = x.view(np.uint8)
+    yb = y.view(np.uint8)
+    if pool.available():
+        pool.run(pool.job(_part), block, tasks, xb, yb, xb, yb)
+    else:
+        drive(xb, yb, block)
