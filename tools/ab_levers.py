@@ -165,7 +165,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
     cases = {"pool": lambda: {**_elementwise(), **_movement()}, "reduce": _reductions,
-             "stream": _elementwise, "tile": _transposes}[args.lever]()
+             "stream": _elementwise,
+             "tile": _transposes}[args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
                "stream": ("streamed", "cached"),
                "tile": ("tiled", "rows")}[args.lever]

@@ -6,9 +6,9 @@ A task kernel is a C-callable function (``jit.c_kernel``) with the C signature
     void task(T *x, U *y, int64 *block, int64 task)
 
 x and y typed per compiled variant (FLOAT32 as float32, FLOAT16 as uint16 bits, ...), ``block``
-an int64 argument block: ``HEAD`` slots the launch fills (the x and y addresses, the kernel's
-address, the task count), then the kernel's own fields (sizes, strides, scalars, the addresses
-of further arrays). ``run`` calls it for tasks 0 .. n - 1:
+an int64 argument block: ``HEAD`` slots the launch fills (the addresses of x, y and two more
+arrays w and z, the kernel's address, the task count), then the kernel's own fields (sizes,
+strides, scalars). ``run`` calls it for tasks 0 .. n - 1:
 
 - on the pool: thread t runs the t-th contiguous range of tasks (the same range in every launch
   of one shape, so a part of a tensor stays on one core's cache), one job for every task kernel
@@ -34,8 +34,10 @@ from . import pool
 from .jit import c_kernel, kernel, prange
 from .strided import data_pointer, int64_pointer
 
-X, Y, FN, TASKS = 0, 1, 4, 5  # block slots: x and y addresses (2, 3: unused), the kernel, tasks
+X, Y, W, Z, FN, TASKS = range(6)  # block slots: x, y, w and z addresses, the kernel, tasks
 HEAD = 6
+MIN_WORK = 16384  # elements a thread should have: smaller launches use fewer (waking one costs
+# ~5 us; kernels/strided.py's MIN_PART)
 
 _I64 = ir.IntType(64)
 _PTR = ir.IntType(8).as_pointer()
@@ -73,10 +75,12 @@ def _part(block, part, parts):  # pragma: no cover - compiled
 
 
 @kernel
-def drive(x, y, block):  # pragma: no cover
-    """Every task of the block on Numba's threads (x, y: the tensors' bytes)."""
+def drive(x, y, w, z, block):  # pragma: no cover
+    """Every task of the block on Numba's threads (x, y, w, z: the arrays' bytes)."""
     xp = _address(data_pointer(x))
     yp = _address(data_pointer(y))
+    block[W] = _address(data_pointer(w))
+    block[Z] = _address(data_pointer(z))
     bp = _address(data_pointer(block))
     fn = block[FN]
     for task in prange(block[TASKS]):
@@ -106,17 +110,21 @@ def block(fields) -> np.ndarray:
     return out
 
 
-def run(fn: int, block: np.ndarray, tasks: int, x: np.ndarray, y: np.ndarray) -> None:
+def run(fn: int, block: np.ndarray, tasks: int, x: np.ndarray, y: np.ndarray,
+        w: np.ndarray | None = None, z: np.ndarray | None = None, work: int | None = None) -> None:
     """Tasks 0 .. tasks - 1 of the task kernel at address ``fn`` over the arrays x and y (any
-    contiguous 1-D arrays; the block's other arrays travel as addresses in its fields, and must
-    live until this returns)."""
+    contiguous 1-D arrays; w and z, if given, arrive as the block's W and Z addresses). ``work``
+    (elements): at most one thread per MIN_WORK of them."""
     if tasks <= 0:
         return
     block[FN] = fn
     block[TASKS] = tasks
-    xb = x.view(np.uint8)
-    yb = y.view(np.uint8)
+    xb = x.reshape(-1).view(np.uint8)
+    yb = y.reshape(-1).view(np.uint8)
+    wb = xb if w is None else w.reshape(-1).view(np.uint8)
+    zb = yb if z is None else z.reshape(-1).view(np.uint8)
     if pool.available():
-        pool.run(pool.job(_part), block, tasks, xb, yb, xb, yb)
+        parts = tasks if work is None else max(1, min(tasks, work // MIN_WORK))
+        pool.run(pool.job(_part), block, parts, xb, yb, wb, zb)
     else:
-        drive(xb, yb, block)
+        drive(xb, yb, wb, zb, block)

@@ -39,11 +39,11 @@ from numba import carray
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from ..kernels.floats import load64, store, store_int
+from ..kernels.floats import load64, store, store_int, wide_vectors
 from ..kernels.index import offsets4
 from ..kernels.jit import helper, inline, reduction
 from ..kernels.strided import int64_pointer, typed_pointer
-from ..kernels.tasks import HEAD, TASKS, block, run
+from ..kernels.tasks import HEAD, TASKS, W, Z, block, run
 
 # reduce_float / reduce_int ops
 SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
@@ -62,9 +62,9 @@ U4 = np.uint64(4)
 # The task kernels' argument block (kernels/tasks.py): HEAD slots, then FIELDS int64 fields,
 # then the kept part's sizes and strides and the reduced part's (``GR`` and ``RR`` each; the
 # scan's second "kept" stride set is its output's).
-XN, YN, GROUPS, CHUNKS, LANES, PHASE, GR, RR, OP, SHIFT, OUT, SIGN, PART_INDEX, OUT_INDEX, \
-    KIND, TOP, MASK, INF, FLIP, CANON, BACKWARD, INDEX, N, XS, YS, EXCLUSIVE = range(26)
-FIELDS = 26
+XN, YN, GROUPS, CHUNKS, LANES, PHASE, GR, RR, OP, SIGN, KIND, TOP, MASK, INF, FLIP, CANON, \
+    BACKWARD, INDEX, N, XS, YS, EXCLUSIVE = range(22)
+FIELDS = 22
 
 _floats = typed_pointer(types.float64)
 _u64s = typed_pointer(types.uint64)
@@ -97,6 +97,18 @@ def _tasks_of(pp):  # pragma: no cover
 
 
 @inline
+def _w(pp):  # pragma: no cover
+    """The address of the launch's w array."""
+    return carray(pp, HEAD)[W]
+
+
+@inline
+def _z(pp):  # pragma: no cover
+    """The address of the launch's z array."""
+    return carray(pp, HEAD)[Z]
+
+
+@inline
 def _share(n, task, tasks):  # pragma: no cover
     """Task ``task``'s contiguous range of n items."""
     return n * task // tasks, n * (task + 1) // tasks
@@ -116,15 +128,17 @@ def reduce_tasks(groups: int, chunks: int, lanes: int, glast: int) -> int:
     return groups // glast * -(-glast // lanes) * chunks
 
 
-def run_phases(fn: int, blk: np.ndarray, x: np.ndarray, part: np.ndarray, groups: int,
-               chunks: int, lanes: int, glast: int, finish: bool = False) -> None:
+def run_phases(fn: int, blk: np.ndarray, x: np.ndarray, part: np.ndarray, w: np.ndarray,
+               z: np.ndarray, layout, chunks: int, lanes: int, finish: bool = False) -> None:
     """Phase 0 into ``part``; where a group is cut into chunks (or ``finish``), phase 1 folds
-    them (its outputs at the block's addresses)."""
+    them into ``z``. ``w``: the kernel's other array (the float fold's shifts)."""
+    groups, glast = layout.groups, int(layout.g[0][-1])
     blk[HEAD + PHASE] = 0
-    run(fn, blk, reduce_tasks(groups, chunks, lanes, glast), x, part)
+    run(fn, blk, reduce_tasks(groups, chunks, lanes, glast), x, part, w, z,
+        work=groups * layout.count)
     if chunks > 1 or finish:
         blk[HEAD + PHASE] = 1
-        run(fn, blk, min(groups, COMBINE_TASKS), x, part)
+        run(fn, blk, min(groups, COMBINE_TASKS), x, part, w, z, work=groups * chunks)
 
 
 COMBINE_TASKS = 64
@@ -217,7 +231,8 @@ def _term(v, op, s):  # pragma: no cover
 @reduction
 def _float_row(x, base, step, n, op, s):  # pragma: no cover
     """One row of ``n`` elements folded by ``op`` (the branches outside the loops, so each loop
-    vectorises where it can)."""
+    vectorises where it can; with the CPU's widest vectors, ``floats.wide_vectors``)."""
+    wide_vectors()
     if op == PRODUCT:
         p = 1.0
         for j in range(n):
@@ -287,15 +302,16 @@ def _float_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, op, shift, part
 def float_task(xp, yp, pp, task):  # pragma: no cover - compiled
     """A task of the float fold (x: FLOAT32 or FLOAT16 bits; y: the float64 partial results,
     groups x chunks): phase 0 one (block of groups, chunk) task, ``_float_block``; phase 1
-    a range of groups, their partial results folded in chunk order into ``OUT``."""
+    a range of groups, their partial results folded in chunk order into z (w: the shifts
+    subtracted before exp)."""
     h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
     groups, chunks, op = h[GROUPS], h[CHUNKS], h[OP]
     part = carray(_floats(_addr(yp)), (groups, chunks))
     if h[PHASE] == 0:
         _float_block(carray(xp, h[XN]), g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, op,
-                     carray(_floats(h[SHIFT]), groups), part, task)
+                     carray(_floats(_w(pp)), groups), part, task)
     else:
-        out = carray(_floats(h[OUT]), groups)
+        out = carray(_floats(_z(pp)), groups)
         lo, hi = _share(groups, task, _tasks_of(pp))
         for g in range(lo, hi):
             out[g] = _float_combine(part, g, op)
@@ -325,6 +341,7 @@ def _iterm(u, op, sign):  # pragma: no cover
 
 @helper
 def _int_row(x, base, step, n, op, sign):  # pragma: no cover
+    wide_vectors()
     if op == PRODUCT:
         p = U1
         for j in range(n):
@@ -380,7 +397,7 @@ def int_task(xp, yp, pp, task):  # pragma: no cover - compiled
         _int_block(carray(xp, h[XN]), g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, op,
                    np.uint64(h[SIGN]), part, task)
     else:
-        out = carray(_u64s(h[OUT]), groups)
+        out = carray(_u64s(_z(pp)), groups)
         lo, hi = _share(groups, task, _tasks_of(pp))
         for g in range(lo, hi):
             acc = part[g, 0]
@@ -433,7 +450,8 @@ def _narrow_overload(x, v):  # pragma: no cover - typing
 @helper
 def _key_max(x, base, step, n, kind, top, mask, inf, flip, canon):  # pragma: no cover
     """The largest key of a row, computed at the element's width (the branch on the kind
-    outside the loops, so each vectorises)."""
+    outside the loops, so each vectorises; with the CPU's widest vectors)."""
+    wide_vectors()
     top_n = _narrow(x, top)
     mask_n = _narrow(x, mask)
     flip_n = _narrow(x, flip)
@@ -545,13 +563,14 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
 
 def keys_task(xp, yp, pp, task):  # pragma: no cover - compiled
     """A task of MIN, MAX, ARGMIN, ARGMAX (x: the elements' unsigned bits; y: the uint64 keys,
-    groups x chunks, with the int64 indices at ``PART_INDEX``): phase 0 ``_keys_block``, phase
-    1 a range of groups finished by ``_keys_finish`` into ``OUT`` (bits) and ``OUT_INDEX``."""
+    groups x chunks, then the int64 indices as many): phase 0 ``_keys_block``, phase 1 a range
+    of groups finished by ``_keys_finish`` into z (the bits of each group's element, then the
+    indices)."""
     h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
     groups, chunks = h[GROUPS], h[CHUNKS]
     x = carray(xp, h[XN])
     part_k = carray(_u64s(_addr(yp)), (groups, chunks))
-    part_i = carray(int64_pointer(h[PART_INDEX]), (groups, chunks))
+    part_i = carray(int64_pointer(_addr(yp) + 8 * groups * chunks), (groups, chunks))
     kind, top, mask, inf = h[KIND], np.uint64(h[TOP]), np.uint64(h[MASK]), np.uint64(h[INF])
     flip, canon, backward, index = np.uint64(h[FLIP]), h[CANON] != 0, h[BACKWARD] != 0, \
         h[INDEX] != 0
@@ -560,8 +579,8 @@ def keys_task(xp, yp, pp, task):  # pragma: no cover - compiled
                     flip, canon, backward, index, part_k, part_i, task)
         return
     count = _count(r_sizes)
-    out_index = carray(int64_pointer(h[OUT_INDEX]), groups)
-    out_bits = carray(_u64s(h[OUT]), groups)
+    out_bits = carray(_u64s(_z(pp)), groups)
+    out_index = carray(int64_pointer(_z(pp) + 8 * groups), groups)
     lo, hi = _share(groups, task, _tasks_of(pp))
     for g in range(lo, hi):
         _keys_finish(x, g_sizes, g_in, r_sizes, r_in, chunks, count, kind, top, mask, flip,

@@ -401,7 +401,9 @@ def _scatter(y, gy, lead, r_y, inner, k0, n, buf):  # pragma: no cover
 def _group32(x, y, gx, gy, lead, r_x, r_y, inner, count, src, e):  # pragma: no cover
     """SOFTMAX of one group in float32 (``src``, ``e``: float32 buffers of BLOCK): the maximum,
     the float64 sum of exp(x - m), then every exp times 1/sum, each block gathered as
-    ``_group`` does (a group of one block once, its exps kept)."""
+    ``_group`` does (a group of one block once, its exps kept). Stores are not streamed: A/B
+    on the 16-core Xeon ([16,12,512,512], streamed vs cached, ms) FLOAT32 10.06 vs 10.01 at 16
+    threads, 67.7 vs 66.3 at 2; FLOAT16 7.70 vs 6.29, 55.0 vs 46.0."""
     single = count <= BLOCK
     m = np.float32(0.0)
     nan = False

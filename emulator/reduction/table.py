@@ -48,7 +48,7 @@ from ..ops.common import (
 )
 from ..plan import float_view
 from ..resources import typed_view
-from ..validation import Tensor
+from ..validation import Tensor, packed_strides
 from .layout import Layout
 
 OP = DML_OPERATOR_TYPE
@@ -106,8 +106,10 @@ def _cut(layout: Layout) -> tuple[int, int]:
 
 @dataclass(frozen=True, eq=False)
 class ReducePlan:
-    """One REDUCE / ARGMIN / ARGMAX: a kernel writes one float64 or uint64 (and index) per
-    group, which is finished and stored through the output tensor's strides."""
+    """One REDUCE / ARGMIN / ARGMAX: task kernels (``kernels.py``) write one float64 or uint64
+    (and index) per group, which is finished in NumPy (mean, sqrt, log) and stored, through
+    the output tensor's strides unless it is packed. The kernels' argument block is made here,
+    once; a dispatch copies it."""
 
     x: Tensor
     y: Tensor
@@ -116,56 +118,74 @@ class ReducePlan:
     chunks: int
     function: RF
     backward: bool
+    block: np.ndarray
+    packed: bool  # the output's groups lie one after another (element g at offset g)
+    kernel: list  # [the task kernel's address], once compiled
 
     @classmethod
     def build(cls, v: SimpleNamespace, function: RF, backward: bool = False) -> ReducePlan:
+        from .kernels import fields
+
         x, y = v.InputTensor, v.OutputTensor
         layout = Layout.build(x.sizes, v.Axes, [x.strides])
-        return cls(x, y, layout, *_cut(layout), function, backward)
+        lanes, chunks = _cut(layout)
+        parts = ((layout.g[0], layout.g[1]), (layout.r[0], layout.r[1]))
+        common = {"xn": x.extent, "groups": layout.groups, "chunks": chunks, "lanes": lanes}
+        if function in EXTREMES:
+            minimum, index = EXTREMES[function]
+            bits = 8 * x.element_size
+            mask = (1 << bits) - 1
+            kind = FLOAT if x.data_type in (FLOAT32, FLOAT16) else \
+                SIGNED if x.data_type in SIGNED_TYPES else UNSIGNED
+            blk = fields(*parts, **common, kind=kind, top=_signed64(1 << (bits - 1)),
+                         mask=_signed64(mask), inf={FLOAT32: 0x7F800000, FLOAT16: 0x7C00}.get(
+                             x.data_type, 0), flip=_signed64(mask if minimum else 0),
+                         canon=index, backward=backward, index=index)
+        elif x.data_type in (FLOAT32, FLOAT16):
+            blk = fields(*parts, **common, op=ARITHMETIC[function][0])
+        else:
+            sign = 1 << (8 * x.element_size - 1) if x.data_type in SIGNED_TYPES else 0
+            blk = fields(*parts, **common, op=ARITHMETIC[function][0], sign=_signed64(sign))
+        packed = all(s == p for n, s, p in zip(y.sizes, y.strides, packed_strides(y.sizes))
+                     if n > 1)
+        return cls(x, y, layout, lanes, chunks, function, backward, blk, packed, [])
+
+    def _kernel(self, task, storage: str, result: str) -> int:
+        if not self.kernel:
+            from ..kernels.tasks import address
+
+            self.kernel.append(address(task, storage, result))
+        return self.kernel[0]
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from . import kernels as k
 
         lay, x, fn = self.layout, self.x, self.function
         groups, chunks, lanes = lay.groups, self.chunks, self.lanes
-        glast = int(lay.g[0][-1])
-        parts = ((lay.g[0], lay.g[1]), (lay.r[0], lay.r[1]))
         region = regions["InputTensor"]
+        blk = self.block.copy()
         if fn in EXTREMES:
-            minimum, index = EXTREMES[fn]
-            bits = 8 * x.element_size
-            mask = (1 << bits) - 1
-            kind = FLOAT if x.data_type in (FLOAT32, FLOAT16) else \
-                SIGNED if x.data_type in SIGNED_TYPES else UNSIGNED
-            inf = {FLOAT32: 0x7F800000, FLOAT16: 0x7C00}.get(x.data_type, 0)
             xv = typed_view(region, _unsigned(x))
-            part_k = np.zeros((groups, chunks), np.uint64)
-            part_i = np.zeros((groups, chunks), np.int64)
-            out_index = np.empty(groups, np.int64)
-            out_bits = np.empty(groups, np.uint64)
-            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes,
-                           part_index=part_i.ctypes.data, out_index=out_index.ctypes.data,
-                           out=out_bits.ctypes.data, kind=kind, top=_signed64(1 << (bits - 1)),
-                           mask=_signed64(mask), inf=inf, flip=_signed64(mask if minimum else 0),
-                           canon=index, backward=self.backward, index=index)
-            k.run_phases(_address(k.keys_task, xv, "uint64"), blk, xv, part_k, groups, chunks,
-                         lanes, glast, finish=True)
-            result = out_index if index else out_bits.astype(_unsigned(x)).view(x.dtype)
+            parts = np.empty(2 * groups * chunks, np.uint64)  # keys, then indices
+            outs = np.empty(2 * groups, np.uint64)  # the groups' bits, then indices
+            k.run_phases(self._kernel(k.keys_task, xv.dtype.name, "uint64"), blk, xv, parts,
+                         parts, outs, lay, chunks, lanes, finish=True)
+            index = EXTREMES[fn][1]
+            result = outs[groups:].view(np.int64) if index else \
+                outs[:groups].astype(_unsigned(x)).view(x.dtype)
         elif x.data_type in (FLOAT32, FLOAT16):
             op, finish = ARITHMETIC[fn]
             shift = np.zeros(groups)
             acc = np.empty(groups)
             xv = float_view(region, x.element_size)
-            part = acc.reshape(groups, 1) if chunks == 1 else np.empty((groups, chunks))
-            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes,
-                           shift=shift.ctypes.data, out=acc.ctypes.data)
-            fn_address = _address(k.float_task, xv, "float64")
+            part = acc if chunks == 1 else np.empty(groups * chunks)
+            address = self._kernel(k.float_task, xv.dtype.name, "float64")
             if op == EXP:  # the largest element first (NaN skipped; -inf if none)
                 blk[k.HEAD + k.OP] = MAXIMUM
-                k.run_phases(fn_address, blk, xv, part, groups, chunks, lanes, glast)
-                shift[:] = np.where(np.isfinite(acc), acc, 0.0)
-            blk[k.HEAD + k.OP] = op
-            k.run_phases(fn_address, blk, xv, part, groups, chunks, lanes, glast)
+                k.run_phases(address, blk, xv, part, shift, acc, lay, chunks, lanes)
+                shift = np.where(np.isfinite(acc), acc, 0.0)
+                blk[k.HEAD + k.OP] = op
+            k.run_phases(address, blk, xv, part, shift, acc, lay, chunks, lanes)
             with np.errstate(all="ignore"):
                 if finish == "mean":
                     acc = acc / lay.count
@@ -173,22 +193,20 @@ class ReducePlan:
                     acc = np.sqrt(acc)
                 elif finish == "log":
                     acc = np.log(acc) + shift
-            with np.errstate(over="ignore"):  # beyond the type's range: ±inf
-                result = acc.astype(x.dtype)
+            result = acc
         else:
-            op, _ = ARITHMETIC[fn]
-            sign = 1 << (8 * x.element_size - 1) if x.data_type in SIGNED_TYPES else 0
             acc = np.empty(groups, np.uint64)
             xv = typed_view(region, _unsigned(x))
-            part = acc.reshape(groups, 1) if chunks == 1 else np.empty((groups, chunks),
-                                                                      np.uint64)
-            blk = k.fields(*parts, xn=xv.size, groups=groups, chunks=chunks, lanes=lanes, op=op,
-                           sign=_signed64(sign), out=acc.ctypes.data)
-            k.run_phases(_address(k.int_task, xv, "uint64"), blk, xv, part, groups, chunks,
-                         lanes, glast)
+            part = acc if chunks == 1 else np.empty(groups * chunks, np.uint64)
+            k.run_phases(self._kernel(k.int_task, xv.dtype.name, "uint64"), blk, xv, part,
+                         part, acc, lay, chunks, lanes)
             result = acc.astype(_unsigned(x)).view(x.dtype)
         y = self.y
-        y.view(regions["OutputTensor"])[...] = result.astype(y.dtype).reshape(y.sizes)
+        with np.errstate(over="ignore"):  # float64 beyond the type's range: ±inf
+            if self.packed:
+                typed_view(regions["OutputTensor"], y.dtype)[:groups] = result
+            else:
+                y.view(regions["OutputTensor"])[...] = result.astype(y.dtype).reshape(y.sizes)
 
 
 def _signed64(v: int) -> int:
@@ -199,11 +217,7 @@ def _signed64(v: int) -> int:
 def _address(task, x: np.ndarray, y: str) -> int:
     from ..kernels.tasks import address
 
-    return address(task, _NUMBA_NAMES[x.dtype.name], y)
-
-
-_NUMBA_NAMES = {"float32": "float32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
-                "uint64": "uint64"}
+    return address(task, x.dtype.name, y)
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,8 +258,8 @@ class ScanPlan:
         blk = k.fields((lay.g[0], lay.g[1]), (lay.g[0], lay.g[2]), xn=xv.size, yn=yv.size,
                        lanes=self.lanes, n=lay.count, xs=r_in[0], ys=r_out[0], op=self.product,
                        exclusive=self.exclusive, backward=self.backward)
-        k.run(_address(task, xv, _NUMBA_NAMES[yv.dtype.name]), blk,
-              k.scan_tasks(lay.g[0], self.lanes), xv, yv)
+        k.run(_address(task, xv, yv.dtype.name), blk, k.scan_tasks(lay.g[0], self.lanes), xv,
+              yv, work=x.element_count)
 
 
 # --- references: the pages' formulas, plainly ------------------------------------------------
