@@ -349,6 +349,42 @@ def test_cumulative_product(device, direction, exclusive, expected):
     assert y.ravel().tolist() == expected
 
 
+@pytest.mark.parametrize("direction", [INC, DEC], ids=["INCREASING", "DECREASING"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("dt", [DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32,
+                                DML_TENSOR_DATA_TYPE_FLOAT16], ids=["FLOAT32", "INT32", "FLOAT16"])
+def test_long_lines_a_row_apart(device, direction, exclusive, dt):
+    """Lines longer than a scan chunk (kernels.SCAN_CHUNK; not a multiple of it) a row apart,
+    seven of them (four, then three with spare chains), from a padded input into a padded
+    output: every running total in float64 (integers wrapping), each output rounded once."""
+    from emulator.reduction.kernels import SCAN_CHUNK
+
+    rng = np.random.default_rng(5)
+    dtype = np_dtype(dt)
+    n = 2 * SCAN_CHUNK + 139
+    sizes, in_strides, out_strides = (7, n), (n + 3, 1), (n + 5, 1)
+    raw = strided_buffer(rng, dt, sizes, in_strides)
+    x = logical(raw, dtype, sizes, in_strides)
+    x[...] = (rng.integers(-2 ** 30, 2 ** 30, sizes) if dtype.kind == "i"
+              else rng.standard_normal(sizes)).astype(dtype)
+    x = np.array(x)
+    out_raw = strided_buffer(rng, dt, sizes, out_strides, fill=SENTINEL)
+    dispatch(device, DML_OPERATOR_DESC(Desc=DML_CUMULATIVE_SUMMATION_OPERATOR_DESC(
+        InputTensor=desc(dt, sizes, in_strides), OutputTensor=desc(dt, sizes, out_strides),
+        Axis=1, AxisDirection=direction, HasExclusiveSum=exclusive)),
+        {"InputTensor": raw}, {"OutputTensor": out_raw})
+    got = logical(out_raw, dtype, sizes, out_strides)
+    wide = x.astype(np.int64 if dtype.kind == "i" else np.float64)
+    line = wide[:, ::-1] if direction == DEC else wide
+    total = np.cumsum(line, axis=1)
+    if exclusive:  # the total before each element
+        total = np.concatenate([np.zeros_like(total[:, :1]), total[:, :-1]], axis=1)
+    total = total[:, ::-1] if direction == DEC else total
+    np.testing.assert_array_equal(got, total.astype(dtype))
+    untouched = ~addressed_mask(out_raw.size, dtype.itemsize, sizes, out_strides)
+    assert (out_raw[untouched] == SENTINEL).all()
+
+
 # --- edge values ----------------------------------------------------------------------------------
 
 NAN, INF = float("nan"), float("inf")

@@ -51,6 +51,7 @@ SUM, SQUARE, ABS, EXP, PRODUCT, MAXIMUM = 0, 1, 2, 3, 4, 5
 UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
 SEGMENT = 512  # elements whose largest key is found at once, before the index is searched
+SCAN_CHUNK = 512  # elements of each of four lines a row apart scanned at once (4 x 4 KiB)
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)
@@ -511,9 +512,9 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
     (``index``) the position of its first (``backward``: last) holder."""
     g0, width, lo, hi, c, base = _task(task, chunks, lanes, g_sizes, g_in, r_sizes)
     if lanes == 1:
-        # Segments of at most SEGMENT elements: the largest key of each (a loop that
-        # vectorises), and the first (backward: last) segment holding the largest, where the
-        # index is then searched.
+        # Segments of at most SEGMENT elements (for an index; else whole rows): the largest key
+        # of each (a loop that vectorises), and the first (backward: last) segment holding the
+        # largest, where the index is then searched.
         rstep = np.uint64(r_in[r_in.shape[0] - 1])
         best = U0
         seg_base = base
@@ -521,7 +522,7 @@ def _keys_block(x, g_sizes, g_in, r_sizes, r_in, lanes, chunks, kind, top, mask,
         seg_n = np.int64(0)
         e = lo
         while e < hi:
-            n, o = _run(e, hi, SEGMENT, r_sizes, r_in)
+            n, o = _run(e, hi, SEGMENT if index else hi, r_sizes, r_in)
             b = base + o
             m = _key_max(x, b, rstep, np.uint64(n), kind, top, mask, inf, flip, canon)
             if m > best or (backward and m == best) or seg_n == 0:
@@ -624,8 +625,7 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
     one element of each per step; each output the running total before (``exclusive``) or
     after its element. The accumulators' type is ``start``'s (float64, or uint64 wrapping).
     Neighbouring lines (unit ``gx`` and ``gy``): a loop across them that vectorises; else four
-    lines at a time in scalar registers (an accumulator kept in memory would wait on the
-    store of each output, which might alias it)."""
+    lines at a time through buffers (below)."""
     if gx == 1 and gy == 1:
         acc = np.full(width, start)
         for k in range(n):
@@ -640,46 +640,80 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
                 _put(y, by + t, w, start)
                 acc[t] = new
         return
-    t = np.uint64(0)
-    while t < width:
+    # Lines a row apart: chunks of SCAN_CHUNK elements of four lines at a time, each chunk
+    # read into a buffer of the accumulators' type (a loop that vectorises where the line is
+    # contiguous), scanned there with the four running totals interleaved (their latencies
+    # overlap), and written back the same way: the conversions run in vector loops, not once
+    # per element between two adds. Fewer than four lines left: the spare chains run on
+    # buffers that are not written back.
+    c = min(n, SCAN_CHUNK)
+    b0 = np.full(c, start)
+    b1 = np.full(c, start)
+    b2 = np.full(c, start)
+    b3 = np.full(c, start)
+    t = U0
+    wu = np.uint64(width)
+    while t < wu:
+        lines = min(U4, wu - t)
         ox = gx0 + t * gx
         oy = gy0 + t * gy
-        if t + U4 <= width:
-            a0 = a1 = a2 = a3 = start
-            for k in range(n):
-                j = np.uint64(n - 1 - k) if backward else np.uint64(k)
-                i = ox + j * xs
-                o = oy + j * ys
-                v0 = _load(x, i, start)
-                v1 = _load(x, i + gx, start)
-                v2 = _load(x, i + U2 * gx, start)
-                v3 = _load(x, i + U3 * gx, start)
+        a0 = a1 = a2 = a3 = start
+        for c0 in range(0, n, SCAN_CHUNK):
+            m = min(SCAN_CHUNK, n - c0)
+            s0 = np.uint64(n - c0 - m if backward else c0)  # the chunk's first element
+            mu = np.uint64(m)
+            _read(x, ox + s0 * xs, xs, mu, b0, start)
+            if lines > U1:
+                _read(x, ox + gx + s0 * xs, xs, mu, b1, start)
+            if lines > U2:
+                _read(x, ox + U2 * gx + s0 * xs, xs, mu, b2, start)
+            if lines > U3:
+                _read(x, ox + U3 * gx + s0 * xs, xs, mu, b3, start)
+            for k in range(mu):
+                j = mu - U1 - k if backward else k  # (unsigned: no negative-index fix-up)
+                v0 = b0[j]
+                v1 = b1[j]
+                v2 = b2[j]
+                v3 = b3[j]
                 n0 = a0 * v0 if product else a0 + v0
                 n1 = a1 * v1 if product else a1 + v1
                 n2 = a2 * v2 if product else a2 + v2
                 n3 = a3 * v3 if product else a3 + v3
-                # (A conditional expression passed to an inlined store came out wrong in
-                # Numba: the values are statements first.)
-                w0 = a0 if exclusive else n0
-                w1 = a1 if exclusive else n1
-                w2 = a2 if exclusive else n2
-                w3 = a3 if exclusive else n3
-                _put(y, o, w0, start)
-                _put(y, o + gy, w1, start)
-                _put(y, o + U2 * gy, w2, start)
-                _put(y, o + U3 * gy, w3, start)
+                b0[j] = a0 if exclusive else n0
+                b1[j] = a1 if exclusive else n1
+                b2[j] = a2 if exclusive else n2
+                b3[j] = a3 if exclusive else n3
                 a0, a1, a2, a3 = n0, n1, n2, n3
-            t += U4
-        else:
-            a = start
-            for k in range(n):
-                j = np.uint64(n - 1 - k) if backward else np.uint64(k)
-                v = _load(x, ox + j * xs, start)
-                new = a * v if product else a + v
-                w = a if exclusive else new
-                _put(y, oy + j * ys, w, start)
-                a = new
-            t += U1
+            _write(y, oy + s0 * ys, ys, mu, b0, start)
+            if lines > U1:
+                _write(y, oy + gy + s0 * ys, ys, mu, b1, start)
+            if lines > U2:
+                _write(y, oy + U2 * gy + s0 * ys, ys, mu, b2, start)
+            if lines > U3:
+                _write(y, oy + U3 * gy + s0 * ys, ys, mu, b3, start)
+        t += lines
+
+
+@inline
+def _read(x, base, step, m, buf, like):  # pragma: no cover
+    """buf[:m] = m elements of x from ``base`` at ``step`` (as ``like``'s type)."""
+    if step == U1:
+        for j in range(m):
+            buf[j] = _load(x, base + j, like)
+    else:
+        for j in range(m):
+            buf[j] = _load(x, base + j * step, like)
+
+
+@inline
+def _write(y, base, step, m, buf, like):  # pragma: no cover
+    """m elements of y from ``base`` at ``step`` = buf[:m], each rounded (or truncated) once."""
+    if step == U1:
+        for j in range(m):
+            _put(y, base + j, buf[j], like)
+    else:
+        for j in range(m):
+            _put(y, base + j * step, buf[j], like)
 
 
 def _load(x, i, like):  # pragma: no cover - replaced by the overload

@@ -222,44 +222,47 @@ def _address(task, x: np.ndarray, y: str) -> int:
 
 @dataclass(frozen=True, eq=False)
 class ScanPlan:
-    """CUMULATIVE_SUMMATION / CUMULATIVE_PRODUCT: every line along Axis, in parallel."""
+    """CUMULATIVE_SUMMATION / CUMULATIVE_PRODUCT: every line along Axis, in parallel (task
+    kernels; their argument block made once here)."""
 
     x: Tensor
     layout: Layout
     lanes: int
-    product: bool
-    exclusive: bool
-    backward: bool
+    block: np.ndarray
+    tasks: int
+    kernel: list  # [the task kernel's address], once compiled
 
     @classmethod
     def build(cls, v: SimpleNamespace, product: bool, exclusive: bool) -> ScanPlan:
+        from .kernels import fields, scan_tasks
+
         x, y = v.InputTensor, v.OutputTensor
         layout = Layout.build(x.sizes, [v.Axis], [x.strides, y.strides])
         g_sizes, g_in, g_out = layout.g
+        _, r_in, r_out = layout.r  # one dimension (size 1, stride 0, where Axis has size 1)
         # Neighbouring lines advance together (a loop across them that vectorises), else
         # SCAN_LINES lines a row apart (running totals in flight together).
         neighbours = g_in[-1] == 1 and g_out[-1] == 1
         lanes = min(LANES if neighbours else SCAN_LINES, int(g_sizes[-1]))
-        return cls(x, layout, lanes, product, exclusive, v.AxisDirection == DECREASING)
+        blk = fields((g_sizes, g_in), (g_sizes, g_out), xn=x.extent, yn=y.extent, lanes=lanes,
+                     n=layout.count, xs=r_in[0], ys=r_out[0], op=product, exclusive=exclusive,
+                     backward=v.AxisDirection == DECREASING)
+        return cls(x, layout, lanes, blk, scan_tasks(g_sizes, lanes), [])
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from . import kernels as k
 
-        x, lay = self.x, self.layout
-        _, r_in, r_out = lay.r  # one dimension (size 1, stride 0, where Axis has size 1)
+        x = self.x
         if x.data_type in (FLOAT32, FLOAT16):
             xv = float_view(regions["InputTensor"], x.element_size)
             yv = float_view(regions["OutputTensor"], x.element_size)
-            task = k.scan_float_task
         else:
             xv = typed_view(regions["InputTensor"], _unsigned(x))
             yv = typed_view(regions["OutputTensor"], _unsigned(x))
-            task = k.scan_int_task
-        blk = k.fields((lay.g[0], lay.g[1]), (lay.g[0], lay.g[2]), xn=xv.size, yn=yv.size,
-                       lanes=self.lanes, n=lay.count, xs=r_in[0], ys=r_out[0], op=self.product,
-                       exclusive=self.exclusive, backward=self.backward)
-        k.run(_address(task, xv, yv.dtype.name), blk, k.scan_tasks(lay.g[0], self.lanes), xv,
-              yv, work=x.element_count)
+        if not self.kernel:
+            task = k.scan_float_task if x.data_type in (FLOAT32, FLOAT16) else k.scan_int_task
+            self.kernel.append(_address(task, xv, yv.dtype.name))
+        k.run(self.kernel[0], self.block.copy(), self.tasks, xv, yv, work=x.element_count)
 
 
 # --- references: the pages' formulas, plainly ------------------------------------------------
