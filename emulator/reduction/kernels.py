@@ -448,36 +448,50 @@ def _narrow_overload(x, v):  # pragma: no cover - typing
     return lambda x, v: dt(v)
 
 
+@intrinsic
+def _float_key(typingctx, u, low, inf, flip, zero, canon):  # pragma: no cover - code generation
+    """``_key`` of a float's bits u, in IR of u's own width (Numba promotes a comparison of
+    16- or 32-bit integers to 64 bits, and a loop of 64-bit selects ran at a quarter of the
+    lanes): the sign spread by an arithmetic shift flips a negative value's bits, the sign
+    bit of a positive one; ``flip`` after; ``zero`` (the key of +0) for ±0 where ``canon``;
+    0 for a NaN (magnitude ``u & low`` above ``inf``). low, inf, flip, zero: u's type."""
+    if not (isinstance(u, types.Integer) and not u.signed and low == inf == flip == zero == u):
+        return None
+
+    def codegen(context, builder, sig, args):
+        x, lo, inf_v, fl, zr, can = args
+        t = x.type
+        w = t.width
+        top = ir.Constant(t, 1 << (w - 1))
+        k = builder.xor(x, builder.or_(builder.ashr(x, ir.Constant(t, w - 1)), top))
+        k = builder.xor(k, fl)
+        a = builder.and_(x, lo)
+        is_zero = builder.and_(builder.icmp_unsigned("==", a, ir.Constant(t, 0)),
+                               builder.trunc(can, ir.IntType(1)) if can.type.width != 1 else can)
+        k = builder.select(is_zero, zr, k)
+        return builder.select(builder.icmp_unsigned(">", a, inf_v), ir.Constant(t, 0), k)
+
+    return u(u, u, u, u, u, types.boolean), codegen
+
+
 @helper
 def _key_max(x, base, step, n, kind, top, mask, inf, flip, canon):  # pragma: no cover
     """The largest key of a row, computed at the element's width (the branch on the kind
     outside the loops, so each vectorises; with the CPU's widest vectors)."""
     wide_vectors()
     top_n = _narrow(x, top)
-    mask_n = _narrow(x, mask)
     flip_n = _narrow(x, flip)
     m = _narrow(x, U0)
     if kind == FLOAT:
         low = _narrow(x, mask ^ top)
         inf_n = _narrow(x, inf)
-        zero = _narrow(x, top ^ flip if canon else U0)  # -0's key when keyed as +0
-        none = _narrow(x, U0)
+        zero = _narrow(x, top ^ flip)  # +0's key
         if step == 1:  # (contiguous loads; a strided loop would gather)
             for j in range(n):
-                u = x[base + j]
-                a = _narrow(x, u & low)
-                k = _narrow(x, _narrow(x, u ^ (mask_n if (u & top_n) != none else top_n)) ^
-                            flip_n)
-                k = zero if (canon and a == none) else k
-                m = max(m, k if a <= inf_n else none)
+                m = max(m, _float_key(x[base + j], low, inf_n, flip_n, zero, canon))
         else:
             for j in range(n):
-                u = x[base + j * step]
-                a = _narrow(x, u & low)
-                k = _narrow(x, _narrow(x, u ^ (mask_n if (u & top_n) != none else top_n)) ^
-                            flip_n)
-                k = zero if (canon and a == none) else k
-                m = max(m, k if a <= inf_n else none)
+                m = max(m, _float_key(x[base + j * step], low, inf_n, flip_n, zero, canon))
     elif kind == SIGNED:
         for j in range(n):
             m = max(m, _narrow(x, _narrow(x, x[base + j * step] ^ top_n) ^ flip_n))
