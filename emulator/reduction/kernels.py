@@ -130,14 +130,14 @@ def reduce_tasks(groups: int, chunks: int, lanes: int, glast: int) -> int:
 
 
 def run_phases(fn: int, blk: np.ndarray, x: np.ndarray, part: np.ndarray, w: np.ndarray,
-               z: np.ndarray, layout, chunks: int, lanes: int, finish: bool = False) -> None:
-    """Phase 0 into ``part``; where a group is cut into chunks (or ``finish``), phase 1 folds
-    them into ``z``. ``w``: the kernel's other array (the float fold's shifts)."""
+               z: np.ndarray, layout, chunks: int, lanes: int) -> None:
+    """Phase 0 into ``part``; where a group is cut into chunks, phase 1 folds them into ``z``.
+    ``w``: the kernel's other array (the float fold's shifts)."""
     groups, glast = layout.groups, int(layout.g[0][-1])
     blk[HEAD + PHASE] = 0
     run(fn, blk, reduce_tasks(groups, chunks, lanes, glast), x, part, w, z,
         work=groups * layout.count)
-    if chunks > 1 or finish:
+    if chunks > 1:
         blk[HEAD + PHASE] = 1
         run(fn, blk, min(groups, COMBINE_TASKS), x, part, w, z, work=groups * chunks)
 
@@ -580,7 +580,7 @@ def keys_task(xp, yp, pp, task):  # pragma: no cover - compiled
     """A task of MIN, MAX, ARGMIN, ARGMAX (x: the elements' unsigned bits; y: the uint64 keys,
     groups x chunks, then the int64 indices as many): phase 0 ``_keys_block``, phase 1 a range
     of groups finished by ``_keys_finish`` into z (the bits of each group's element, then the
-    indices)."""
+    indices); groups in one chunk are finished in phase 0."""
     h, g_sizes, g_in, r_sizes, r_in = _fields(pp)
     groups, chunks = h[GROUPS], h[CHUNKS]
     x = carray(xp, h[XN])
@@ -589,14 +589,19 @@ def keys_task(xp, yp, pp, task):  # pragma: no cover - compiled
     kind, top, mask, inf = h[KIND], np.uint64(h[TOP]), np.uint64(h[MASK]), np.uint64(h[INF])
     flip, canon, backward, index = np.uint64(h[FLIP]), h[CANON] != 0, h[BACKWARD] != 0, \
         h[INDEX] != 0
-    if h[PHASE] == 0:
-        _keys_block(x, g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, kind, top, mask, inf,
-                    flip, canon, backward, index, part_k, part_i, task)
-        return
     count = _count(r_sizes)
     out_bits = carray(_u64s(_z(pp)), groups)
     out_index = carray(int64_pointer(_z(pp) + 8 * groups), groups)
-    lo, hi = _share(groups, task, _tasks_of(pp))
+    if h[PHASE] == 0:
+        _keys_block(x, g_sizes, g_in, r_sizes, r_in, h[LANES], chunks, kind, top, mask, inf,
+                    flip, canon, backward, index, part_k, part_i, task)
+        if chunks > 1:
+            return
+        # A group in one chunk is finished by the task that reduced it (no second launch).
+        g0, width, _, _, _, _ = _task(task, chunks, h[LANES], g_sizes, g_in, r_sizes)
+        lo, hi = g0, g0 + width
+    else:
+        lo, hi = _share(groups, task, _tasks_of(pp))
     for g in range(lo, hi):
         _keys_finish(x, g_sizes, g_in, r_sizes, r_in, chunks, count, kind, top, mask, flip,
                      backward, index, part_k, part_i, out_index, out_bits, g)

@@ -169,7 +169,7 @@ class ReducePlan:
             parts = np.empty(2 * groups * chunks, np.uint64)  # keys, then indices
             outs = np.empty(2 * groups, np.uint64)  # the groups' bits, then indices
             k.run_phases(self._kernel(k.keys_task, xv.dtype.name, "uint64"), blk, xv, parts,
-                         parts, outs, lay, chunks, lanes, finish=True)
+                         parts, outs, lay, chunks, lanes)
             index = EXTREMES[fn][1]
             result = outs[groups:].view(np.int64) if index else \
                 outs[:groups].astype(_unsigned(x)).view(x.dtype)
