@@ -492,39 +492,56 @@ def _tile(x, y, bx, by, lx, ly, w, lead, r_x, r_y, inner, count, mode):  # pragm
 HEADER = 8  # params: x and y element counts, count, mode, tasks, width, kept rank, reduced rank
 
 
-def _task(xp, yp, pp, task):  # pragma: no cover - compiled
-    """One task: with ``width`` 0, a contiguous range of groups; else a tile of ``width``
-    lanes along the last kept dimension. ``pp``: the block (``tasks.HEAD`` slots, then the
-    params: HEADER, the kept sizes, x and y strides, the reduced sizes, x and y strides)."""
+@inline
+def _decode(xp, yp, pp):  # pragma: no cover
+    """The block's params (``tasks.HEAD`` slots, then HEADER, the kept sizes, x and y strides,
+    the reduced sizes, x and y strides) as (header, x, y, kept sizes, x and y strides, the
+    reduced part's leading sizes, x and y strides, its innermost size)."""
     h = carray(pp, HEAD + HEADER)[HEAD:]
-    count, mode, tasks, width, gr, rr = h[2], h[3], h[4], h[5], h[6], h[7]
+    gr, rr = h[6], h[7]
     p = carray(pp, HEAD + HEADER + 3 * gr + 3 * rr)[HEAD:]
-    x = carray(xp, h[0])
-    y = carray(yp, h[1])
-    g_sizes = p[HEADER:HEADER + gr]
-    g_x = p[HEADER + gr:HEADER + 2 * gr]
-    g_y = p[HEADER + 2 * gr:HEADER + 3 * gr]
     o = HEADER + 3 * gr
     r_sizes = p[o:o + rr]
-    r_x = p[o + rr:o + 2 * rr]
-    r_y = p[o + 2 * rr:o + 3 * rr]
-    inner = r_sizes[rr - 1]
-    lead = r_sizes[:rr - 1]
+    return (h, carray(xp, h[0]), carray(yp, h[1]), p[HEADER:HEADER + gr],
+            p[HEADER + gr:HEADER + 2 * gr], p[HEADER + 2 * gr:HEADER + 3 * gr],
+            r_sizes[:rr - 1], p[o + rr:o + 2 * rr], p[o + 2 * rr:o + 3 * rr], r_sizes[rr - 1])
+
+
+@inline
+def _groups(h, g_sizes, task):  # pragma: no cover
+    """Task ``task``'s range of groups (group mode)."""
+    groups = np.int64(1)
+    for k in range(g_sizes.shape[0]):
+        groups *= g_sizes[k]
+    per = (groups + h[4] - 1) // h[4]
+    return task * per, min(groups, task * per + per)
+
+
+def _task32(xp, yp, pp, task):  # pragma: no cover - compiled
+    """One task of SOFTMAX in group mode (a contiguous range of groups, in float32): a kernel
+    of its own, so that its first use does not also compile the float64 paths."""
+    h, x, y, g_sizes, g_x, g_y, lead, r_x, r_y, inner = _decode(xp, yp, pp)
+    count = h[2]
+    src = np.empty(min(count, BLOCK), np.float32)
+    e = np.empty(min(count, BLOCK), np.float32)
+    lo, hi = _groups(h, g_sizes, task)
+    for g in range(lo, hi):
+        gx, gy, _, _ = offsets4(g, g_sizes, g_x, g_y, g_y, g_y)
+        _group32(x, y, gx, gy, lead, r_x, r_y, inner, count, src, e)
+
+
+def _task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """One task of the float64 paths: with ``width`` 0, a contiguous range of groups
+    (LOG_SOFTMAX, HARDMAX); else a tile of ``width`` lanes along the last kept dimension (any
+    mode)."""
+    h, x, y, g_sizes, g_x, g_y, lead, r_x, r_y, inner = _decode(xp, yp, pp)
+    count, mode, width = h[2], h[3], h[5]
+    gr = g_sizes.shape[0]
     if width == 0:
-        groups = np.int64(1)
-        for k in range(gr):
-            groups *= g_sizes[k]
-        per = (groups + tasks - 1) // tasks
-        if mode == 0:  # SOFTMAX: float32
-            src32 = np.empty(min(count, BLOCK), np.float32)
-            e32 = np.empty(min(count, BLOCK), np.float32)
-            for g in range(task * per, min(groups, task * per + per)):
-                gx, gy, _, _ = offsets4(g, g_sizes, g_x, g_y, g_y, g_y)
-                _group32(x, y, gx, gy, lead, r_x, r_y, inner, count, src32, e32)
-            return
         buf = np.empty(min(count, BLOCK), np.float64)
         src = np.empty(min(count, BLOCK), np.float64)
-        for g in range(task * per, min(groups, task * per + per)):
+        lo, hi = _groups(h, g_sizes, task)
+        for g in range(lo, hi):
             gx, gy, _, _ = offsets4(g, g_sizes, g_x, g_y, g_y, g_y)
             _group(x, y, gx, gy, lead, r_x, r_y, inner, count, mode, buf, src)
     else:
@@ -536,13 +553,14 @@ def _task(xp, yp, pp, task):  # pragma: no cover - compiled
               min(width, lanes - l0), lead, r_x, r_y, inner, count, mode)
 
 
-def task_address(storage: str) -> int:
-    """The task kernel for FLOAT32 ("float32") or FLOAT16 ("uint16") storage, compiled on first
-    use."""
-    return address(_task, storage, storage)
+def task_address(storage: str, float32: bool = False) -> int:
+    """The task kernel for FLOAT32 ("float32") or FLOAT16 ("uint16") storage (``float32``:
+    SOFTMAX's group mode), compiled on first use."""
+    return address(_task32 if float32 else _task, storage, storage)
 
 
 def launch(x: np.ndarray, y: np.ndarray, params: np.ndarray, tasks: int) -> None:
-    """Run the softmax of ``params`` (HEADER and layout, see ``_task``) over the typed views x
-    and y (float32, or uint16 for FLOAT16)."""
-    run(task_address(x.dtype.name), block(params), tasks, x, y)
+    """Run the softmax of ``params`` (HEADER and layout, see ``_decode``) over the typed views
+    x and y (float32, or uint16 for FLOAT16)."""
+    float32 = params[3] == 0 and params[5] == 0  # SOFTMAX, group mode
+    run(task_address(x.dtype.name, float32), block(params), tasks, x, y, work=y.size)
