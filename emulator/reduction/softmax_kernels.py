@@ -23,9 +23,10 @@ float64 (within 1 ULP).
 
 - group mode: a task owns a range of groups and takes them one at a time, in three passes
   (maximum, sums, outputs) over blocks of at most ``BLOCK`` elements, each gathered into a
-  float64 buffer from the rows of the innermost collapsed reduced dimension (the other reduced
-  dimensions through ``offsets4``). A group of one block is loaded once and SOFTMAX keeps its
-  exps; a longer one is read again in each pass, exp computed twice. A block's sums are
+  buffer (``_gather``; float32 for SOFTMAX, float64 otherwise) from the rows of the innermost
+  collapsed reduced dimension (the other reduced dimensions through ``offsets4``). A group of
+  one block is loaded once and SOFTMAX keeps its exps; a longer one is read again in each pass,
+  exp computed twice. A block's sums are
   reassociated (``jit.reduction``) so they vectorise; block sums are added in order.
 - column mode: when the reduced dimension is strided and the innermost kept dimension is
   closer to contiguous (axis 1 of [64, 512, 512]), a task owns a tile of neighbouring groups
@@ -130,9 +131,8 @@ def exp_sums(e, src, n, m):  # pragma: no cover
 
 @helper
 def outputs(buf, src, n, k0, m, scale, best, mode):  # pragma: no cover
-    """buf[:n] = the outputs of src[:n] (elements k0.. of the group): SOFTMAX exp(x - m) / scale
-    (mode 3: buf already holds the exps), LOG_SOFTMAX (x - m) - scale, HARDMAX 1 at ``best``.
-    ``m`` NaN: the group is NaN."""
+    """buf[:n] = the outputs of src[:n] (elements k0.. of the group): LOG_SOFTMAX (x - m) -
+    scale, HARDMAX 1 at ``best``. ``m`` NaN: the group is NaN."""
     if mode == 2:
         for j in range(n):
             buf[j] = 0.0
@@ -141,15 +141,9 @@ def outputs(buf, src, n, k0, m, scale, best, mode):  # pragma: no cover
     elif m != m:
         for j in range(n):
             buf[j] = math.nan
-    elif mode == 1:
-        for j in range(n):
-            buf[j] = (src[j] - m) - scale
-    elif mode == 3:
-        for j in range(n):
-            buf[j] = buf[j] / scale
     else:
         for j in range(n):
-            buf[j] = exp64(src[j] - m) / scale
+            buf[j] = (src[j] - m) - scale
 
 
 @inline
@@ -309,61 +303,6 @@ def _store_row(y, base, ys, n, buf, at):  # pragma: no cover
             store(y, b + j * st, buf[a + j])
 
 
-@helper
-def _group(x, y, gx, gy, lead, r_x, r_y, inner, count, mode, buf, src):  # pragma: no cover
-    """One group in three passes (maximum, sums, outputs) over blocks of at most BLOCK
-    elements in row-major order, each gathered from the rows of the innermost reduced
-    dimension. A group of one block is loaded once, and SOFTMAX divides the exps it keeps."""
-    last = r_x.shape[0] - 1
-    single = count <= BLOCK
-    m = 0.0
-    nan = np.bool_(False)
-    best = np.int64(0)
-    s = 0.0
-    t = 0.0
-    ones = 0.0
-    scale = 0.0
-    for p in range(3):
-        if p == 1 and (mode == 2 or m != m):
-            continue  # HARDMAX and an undefined group need no sums
-        for k0 in range(0, count, BLOCK):
-            n = min(BLOCK, count - k0)
-            if p == 0 or not single:  # gather elements k0 .. k0 + n - 1
-                r = k0 // inner
-                j = k0 - r * inner
-                at = 0
-                while at < n:
-                    take = min(inner - j, n - at)
-                    rx, _, _, _ = offsets4(r, lead, r_x, r_x, r_x, r_x)
-                    _load_row(x, gx + rx + j * r_x[last], r_x[last], take, src, at)
-                    at += take
-                    r += 1
-                    j = 0
-            if p == 0:
-                m, nan, best = scan(src, n, k0, m, nan, best, mode)
-            elif p == 1:
-                sb, tb, ob = exp_sums(buf, src, n, m)
-                s += sb
-                t += tb
-                ones += ob
-            else:
-                outputs(buf, src, n, k0, m, scale, best, 3 if mode == 0 and single else mode)
-                r = k0 // inner
-                j = k0 - r * inner
-                at = 0
-                while at < n:
-                    take = min(inner - j, n - at)
-                    ry, _, _, _ = offsets4(r, lead, r_y, r_y, r_y, r_y)
-                    _store_row(y, gy + ry + j * r_y[last], r_y[last], take, buf, at)
-                    at += take
-                    r += 1
-                    j = 0
-        if p == 0:
-            m = _defined(m, nan, mode)
-        elif p == 1:
-            scale = _scale(s, t, ones, mode)
-
-
 @inline
 def _gather(x, gx, lead, r_x, inner, k0, n, buf):  # pragma: no cover
     """buf[:n] = elements k0 .. k0 + n - 1 of the group at gx, from the rows of the innermost
@@ -395,6 +334,42 @@ def _scatter(y, gy, lead, r_y, inner, k0, n, buf):  # pragma: no cover
         at += take
         r += 1
         j = 0
+
+
+@helper
+def _group(x, y, gx, gy, lead, r_x, r_y, inner, count, mode, buf, src):  # pragma: no cover
+    """One LOG_SOFTMAX or HARDMAX group (SOFTMAX's is ``_group32``) in three passes (maximum,
+    sums, outputs) over blocks of at most BLOCK elements in row-major order (``_gather``); a
+    group of one block is loaded once."""
+    single = count <= BLOCK
+    m = 0.0
+    nan = np.bool_(False)
+    best = np.int64(0)
+    s = 0.0
+    t = 0.0
+    ones = 0.0
+    scale = 0.0
+    for p in range(3):
+        if p == 1 and (mode == 2 or m != m):
+            continue  # HARDMAX and an undefined group need no sums
+        for k0 in range(0, count, BLOCK):
+            n = min(BLOCK, count - k0)
+            if p == 0 or not single:
+                _gather(x, gx, lead, r_x, inner, k0, n, src)
+            if p == 0:
+                m, nan, best = scan(src, n, k0, m, nan, best, mode)
+            elif p == 1:
+                sb, tb, ob = exp_sums(buf, src, n, m)
+                s += sb
+                t += tb
+                ones += ob
+            else:
+                outputs(buf, src, n, k0, m, scale, best, mode)
+                _scatter(y, gy, lead, r_y, inner, k0, n, buf)
+        if p == 0:
+            m = _defined(m, nan, mode)
+        elif p == 1:
+            scale = _scale(s, t, ones, mode)
 
 
 @helper
