@@ -665,11 +665,8 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
     # overlap), and written back the same way: the conversions run in vector loops, not once
     # per element between two adds. Fewer than four lines left: the spare chains run on
     # buffers that are not written back.
-    c = min(n, SCAN_CHUNK)
-    b0 = np.full(c, start)
-    b1 = np.full(c, start)
-    b2 = np.full(c, start)
-    b3 = np.full(c, start)
+    bufs = np.full((4, min(n, SCAN_CHUNK)), start)
+    b0, b1, b2, b3 = bufs[0], bufs[1], bufs[2], bufs[3]
     t = U0
     wu = np.uint64(width)
     while t < wu:
@@ -681,13 +678,8 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
             m = min(SCAN_CHUNK, n - c0)
             s0 = np.uint64(n - c0 - m if backward else c0)  # the chunk's first element
             mu = np.uint64(m)
-            _read(x, ox + s0 * xs, xs, mu, b0, start)
-            if lines > U1:
-                _read(x, ox + gx + s0 * xs, xs, mu, b1, start)
-            if lines > U2:
-                _read(x, ox + U2 * gx + s0 * xs, xs, mu, b2, start)
-            if lines > U3:
-                _read(x, ox + U3 * gx + s0 * xs, xs, mu, b3, start)
+            for q in range(lines):
+                _read(x, ox + q * gx + s0 * xs, xs, mu, bufs[q], start)
             for k in range(mu):
                 j = mu - U1 - k if backward else k  # (unsigned: no negative-index fix-up)
                 v0 = b0[j]
@@ -703,13 +695,8 @@ def _scan_block(x, y, gx0, gy0, gx, gy, width, n, xs, ys, product, exclusive, ba
                 b2[j] = a2 if exclusive else n2
                 b3[j] = a3 if exclusive else n3
                 a0, a1, a2, a3 = n0, n1, n2, n3
-            _write(y, oy + s0 * ys, ys, mu, b0, start)
-            if lines > U1:
-                _write(y, oy + gy + s0 * ys, ys, mu, b1, start)
-            if lines > U2:
-                _write(y, oy + U2 * gy + s0 * ys, ys, mu, b2, start)
-            if lines > U3:
-                _write(y, oy + U3 * gy + s0 * ys, ys, mu, b3, start)
+            for q in range(lines):
+                _write(y, oy + q * gy + s0 * ys, ys, mu, bufs[q], start)
         t += lines
 
 
