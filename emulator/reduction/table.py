@@ -24,6 +24,7 @@ INT_MIN).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -120,7 +121,6 @@ class ReducePlan:
     backward: bool
     block: np.ndarray
     packed: bool  # the output's groups lie one after another (element g at offset g)
-    kernel: list  # [the task kernel's address], once compiled
 
     @classmethod
     def build(cls, v: SimpleNamespace, function: RF, backward: bool = False) -> ReducePlan:
@@ -148,14 +148,21 @@ class ReducePlan:
             blk = fields(*parts, **common, op=ARITHMETIC[function][0], sign=_signed64(sign))
         packed = all(s == p for n, s, p in zip(y.sizes, y.strides, packed_strides(y.sizes))
                      if n > 1)
-        return cls(x, y, layout, lanes, chunks, function, backward, blk, packed, [])
+        return cls(x, y, layout, lanes, chunks, function, backward, blk, packed)
 
-    def _kernel(self, task, storage: str, result: str) -> int:
-        if not self.kernel:
-            from ..kernels.tasks import address
+    @functools.cached_property
+    def kernel(self) -> int:
+        """The task kernel's address (compiled at the first dispatch): the keys, the float
+        fold or the integer fold, for the input's storage type."""
+        from ..kernels.tasks import address
+        from . import kernels as k
 
-            self.kernel.append(address(task, storage, result))
-        return self.kernel[0]
+        x = self.x
+        if self.function in EXTREMES:
+            return address(k.keys_task, np.dtype(_unsigned(x)).name, "uint64")
+        if x.data_type in (FLOAT32, FLOAT16):
+            return address(k.float_task, _float_storage(x), "float64")
+        return address(k.int_task, np.dtype(_unsigned(x)).name, "uint64")
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from . import kernels as k
@@ -168,8 +175,7 @@ class ReducePlan:
             xv = typed_view(region, _unsigned(x))
             parts = np.empty(2 * groups * chunks, np.uint64)  # keys, then indices
             outs = np.empty(2 * groups, np.uint64)  # the groups' bits, then indices
-            k.run_phases(self._kernel(k.keys_task, xv.dtype.name, "uint64"), blk, xv, parts,
-                         parts, outs, lay, chunks, lanes)
+            k.run_phases(self.kernel, blk, xv, parts, parts, outs, lay, chunks, lanes)
             index = EXTREMES[fn][1]
             result = outs[groups:].view(np.int64) if index else \
                 outs[:groups].astype(_unsigned(x)).view(x.dtype)
@@ -179,13 +185,12 @@ class ReducePlan:
             acc = np.empty(groups)
             xv = float_view(region, x.element_size)
             part = acc if chunks == 1 else np.empty(groups * chunks)
-            address = self._kernel(k.float_task, xv.dtype.name, "float64")
             if op == EXP:  # the largest element first (NaN skipped; -inf if none)
                 blk[k.HEAD + k.OP] = MAXIMUM
-                k.run_phases(address, blk, xv, part, shift, acc, lay, chunks, lanes)
+                k.run_phases(self.kernel, blk, xv, part, shift, acc, lay, chunks, lanes)
                 shift = np.where(np.isfinite(acc), acc, 0.0)
                 blk[k.HEAD + k.OP] = op
-            k.run_phases(address, blk, xv, part, shift, acc, lay, chunks, lanes)
+            k.run_phases(self.kernel, blk, xv, part, shift, acc, lay, chunks, lanes)
             with np.errstate(all="ignore"):
                 if finish == "mean":
                     acc = acc / lay.count
@@ -198,8 +203,7 @@ class ReducePlan:
             acc = np.empty(groups, np.uint64)
             xv = typed_view(region, _unsigned(x))
             part = acc if chunks == 1 else np.empty(groups * chunks, np.uint64)
-            k.run_phases(self._kernel(k.int_task, xv.dtype.name, "uint64"), blk, xv, part,
-                         part, acc, lay, chunks, lanes)
+            k.run_phases(self.kernel, blk, xv, part, part, acc, lay, chunks, lanes)
             result = acc.astype(_unsigned(x)).view(x.dtype)
         y = self.y
         with np.errstate(over="ignore"):  # float64 beyond the type's range: ±inf
@@ -214,10 +218,9 @@ def _signed64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _address(task, x: np.ndarray, y: str) -> int:
-    from ..kernels.tasks import address
-
-    return address(task, x.dtype.name, y)
+def _float_storage(t: Tensor) -> str:
+    """How a FLOAT32 / FLOAT16 tensor reaches the kernels (``plan.float_view``)."""
+    return "float32" if t.element_size == 4 else "uint16"
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +233,6 @@ class ScanPlan:
     lanes: int
     block: np.ndarray
     tasks: int
-    kernel: list  # [the task kernel's address], once compiled
 
     @classmethod
     def build(cls, v: SimpleNamespace, product: bool, exclusive: bool) -> ScanPlan:
@@ -247,7 +249,19 @@ class ScanPlan:
         blk = fields((g_sizes, g_in), (g_sizes, g_out), xn=x.extent, yn=y.extent, lanes=lanes,
                      n=layout.count, xs=r_in[0], ys=r_out[0], op=product, exclusive=exclusive,
                      backward=v.AxisDirection == DECREASING)
-        return cls(x, layout, lanes, blk, scan_tasks(g_sizes, lanes), [])
+        return cls(x, layout, lanes, blk, scan_tasks(g_sizes, lanes))
+
+    @functools.cached_property
+    def kernel(self) -> int:
+        """The task kernel's address (compiled at the first dispatch), for the storage type."""
+        from ..kernels.tasks import address
+        from . import kernels as k
+
+        x = self.x
+        if x.data_type in (FLOAT32, FLOAT16):
+            return address(k.scan_float_task, _float_storage(x), _float_storage(x))
+        storage = np.dtype(_unsigned(x)).name
+        return address(k.scan_int_task, storage, storage)
 
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
         from . import kernels as k
@@ -259,10 +273,7 @@ class ScanPlan:
         else:
             xv = typed_view(regions["InputTensor"], _unsigned(x))
             yv = typed_view(regions["OutputTensor"], _unsigned(x))
-        if not self.kernel:
-            task = k.scan_float_task if x.data_type in (FLOAT32, FLOAT16) else k.scan_int_task
-            self.kernel.append(_address(task, xv, yv.dtype.name))
-        k.run(self.kernel[0], self.block.copy(), self.tasks, xv, yv, work=x.element_count)
+        k.run(self.kernel, self.block.copy(), self.tasks, xv, yv, work=x.element_count)
 
 
 # --- references: the pages' formulas, plainly ------------------------------------------------
