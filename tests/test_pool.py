@@ -81,6 +81,8 @@ def _ops():
     a = rng.integers(0, 256, (64, 1000)).astype(np.uint8)
     b = rng.integers(0, 256, (64, 1000)).astype(np.uint8)
     one = np.ones((1, 1), np.float32)
+    img = rng.standard_normal((2, 8, 32, 32)).astype(np.float32)
+    chan = rng.random((1, 8, 1, 1)).astype(np.float32) + 0.5
     z = np.full((1, 1), 3, np.uint8)
     return {
         "ADD1 + broadcast row + RELU": (DML_OPERATOR_DESC(Desc=DML_ELEMENT_WISE_ADD1_OPERATOR_DESC(
@@ -142,6 +144,44 @@ def _ops():
                 InputTensor=desc(I32, a.shape), OutputTensor=desc(I32, a.shape), Axis=1,
                 AxisDirection=DML_AXIS_DIRECTION_DECREASING, HasExclusiveSum=True)),
             [a.astype(np.int32)]),
+        # The normalization rows' task kernels (reduction/norm_kernels.py), the window engine's
+        # (compute/pool_kernels.py) and MVN's (kernels/normalization.py).
+        "BATCH_NORMALIZATION f32 + RELU": (DML_OPERATOR_DESC(
+            Desc=DML_BATCH_NORMALIZATION_OPERATOR_DESC(
+                InputTensor=desc(F32, img.shape), MeanTensor=desc(F32, chan.shape),
+                VarianceTensor=desc(F32, chan.shape), ScaleTensor=desc(F32, chan.shape),
+                BiasTensor=desc(F32, chan.shape), OutputTensor=desc(F32, img.shape), Spatial=True,
+                Epsilon=1e-5, FusedActivation=DML_ACTIVATION_RELU_OPERATOR_DESC())),
+            [img, chan, chan * chan, chan + 1, chan - 1]),
+        "BATCH_NORMALIZATION_TRAINING f16": (DML_OPERATOR_DESC(
+            Desc=DML_BATCH_NORMALIZATION_TRAINING_OPERATOR_DESC(
+                InputTensor=desc(F16, img.shape), ScaleTensor=desc(F16, chan.shape),
+                BiasTensor=desc(F16, chan.shape), FusedAddTensor=None,
+                OutputTensor=desc(F16, img.shape), OutputMeanTensor=desc(F16, chan.shape),
+                OutputVarianceTensor=desc(F16, chan.shape), Epsilon=1e-3, FusedActivation=None)),
+            [img.astype(np.float16), chan.astype(np.float16), chan.astype(np.float16)]),
+        "LP_NORMALIZATION f32 axis 0": (DML_OPERATOR_DESC(Desc=DML_LP_NORMALIZATION_OPERATOR_DESC(
+            InputTensor=desc(F32, x.shape), OutputTensor=desc(F32, x.shape), Axis=0,
+            Epsilon=1e-5, P=2)), [x]),
+        "LOCAL_RESPONSE_NORMALIZATION f32 cross-channel": (DML_OPERATOR_DESC(
+            Desc=DML_LOCAL_RESPONSE_NORMALIZATION_OPERATOR_DESC(
+                InputTensor=desc(F32, img.shape), OutputTensor=desc(F32, img.shape),
+                CrossChannel=True, LocalSize=3, Alpha=1e-2, Beta=0.75, Bias=1.0)), [img]),
+        "MAX_POOLING2 f32 with indices": (DML_OPERATOR_DESC(Desc=DML_MAX_POOLING2_OPERATOR_DESC(
+            InputTensor=desc(F32, img.shape), OutputTensor=desc(F32, (2, 8, 16, 16)),
+            OutputIndicesTensor=desc(DML_TENSOR_DATA_TYPE_UINT32, (2, 8, 16, 16)),
+            DimensionCount=2, Strides=[2, 2], WindowSize=[3, 3], StartPadding=[1, 1],
+            EndPadding=[1, 1], Dilations=[1, 1])), [img]),
+        "AVERAGE_POOLING1 f32": (DML_OPERATOR_DESC(Desc=DML_AVERAGE_POOLING1_OPERATOR_DESC(
+            InputTensor=desc(F32, img.shape), OutputTensor=desc(F32, (2, 8, 30, 30)),
+            DimensionCount=2, Strides=[1, 1], WindowSize=[3, 3], StartPadding=[0, 0],
+            EndPadding=[0, 0], Dilations=[1, 1], IncludePadding=False)), [img]),
+        "MEAN_VARIANCE_NORMALIZATION2 f16 per-column scale and bias": (DML_OPERATOR_DESC(
+            Desc=DML_MEAN_VARIANCE_NORMALIZATION2_OPERATOR_DESC(
+                InputTensor=desc(F16, x.shape), ScaleTensor=desc(F16, (1, 1000)),
+                BiasTensor=desc(F16, (1, 1000)), OutputTensor=desc(F16, x.shape), AxisCount=1,
+                Axes=[1], UseMean=True, UseVariance=True, Epsilon=1e-5, FusedActivation=None)),
+            [x.astype(np.float16), row[None].astype(np.float16), row[None].astype(np.float16)]),
         "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
             OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),
@@ -187,6 +227,13 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore):
     if name.startswith("CUMULATIVE"):
         rev = np.cumsum(inputs[0][:, ::-1], axis=1)[:, ::-1] - inputs[0]
         np.testing.assert_array_equal(results[1][0], rev)
+    if name.startswith("MAX_POOLING2"):
+        padded = np.pad(inputs[0], ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+        want = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+        np.testing.assert_array_equal(results[1][0], want[:, :, ::2, ::2].max(axis=(4, 5)))
+    if name.startswith("LP_NORMALIZATION"):
+        want = inputs[0] / np.sqrt((inputs[0].astype(np.float64) ** 2).sum(axis=0) + 1e-5)
+        np.testing.assert_allclose(results[1][0], want, rtol=1e-6)
     if name.startswith("SLICE1"):
         np.testing.assert_array_equal(results[1][0], inputs[0][:, ::-2])
 

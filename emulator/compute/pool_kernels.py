@@ -18,8 +18,8 @@ made LLVM keep NumPy's negative-index wraparound and stay scalar, as the normali
 found). Buffers are indexed, never sliced or swapped: each array view costs an atomic reference
 count, which took a third of a 3x3 window's time.
 
-Two task kernels over float32 inputs, serial C-callable functions called by address from the
-normalization rows' parallel driver (``norm_kernels.run``; no parallel kernel of its own), each
+Two task kernels (``kernels/tasks.py``) over float32 inputs, launched as the normalization rows'
+are (``norm_kernels.launch``: on the worker pool; no parallel kernel of their own), each
 compiled on first use and kept in Numba's disk cache:
 
 - ``MAX`` (FLOAT32 as it lies; FLOAT16 widened exactly by the plan into a dense float32 copy;
@@ -54,8 +54,13 @@ import math
 import numpy as np
 from numba import carray, types
 
-from ..kernels.jit import c_kernel, inline
-from ..reduction.norm_kernels import run
+from ..kernels.jit import inline
+from ..kernels.strided import typed_pointer
+from ..kernels.tasks import HEAD, address
+from ..reduction.norm_kernels import ARRAYS, INTS, REALS, SHAPES, X2, A, launch
+
+_i64s = typed_pointer(types.int64)
+_f64s = typed_pointer(types.float64)
 
 AVERAGE, LP, MAXIMUM, SUM = 0, 1, 2, 3
 # Slots of the geometry array ``g``.
@@ -404,12 +409,13 @@ def _columns(g):  # pragma: no cover
 # A task is ``g[BLOCK]`` output rows with one set of buffers: a task per row spent more on
 # allocating them than on a 3x3 window's work.
 
-def _max_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
-    """The MAX task kernel's C entry (``norm_kernels.run``'s calling convention): task ``t``;
-    the arrays from their pointers and ``sp`` = their lengths (x, ind, y)."""
-    sh = carray(sp, (3,))
-    x, y, ind = carray(xp, (sh[0],)), carray(yp, (sh[2],)), carray(ip, (sh[1],))
-    g = carray(gp, (GEOMETRY,))
+def _max_entry(xp, yp, pp, t):  # pragma: no cover
+    """The MAX task kernel (``kernels/tasks.py``; the arrays as ``norm_kernels.launch`` passes
+    them): task ``t``; ``shapes`` = the lengths of x, ind, y."""
+    f = carray(pp, HEAD + ARRAYS)
+    sh = carray(_i64s(f[SHAPES]), (3,))
+    x, y, ind = carray(xp, (sh[0],)), carray(yp, (sh[2],)), carray(_i64s(f[X2]), (sh[1],))
+    g = carray(_i64s(f[A]), (GEOMETRY,))
     w_out = g[DIM + 12 + 1]
     jlo, jhi, j0, j1 = _columns(g)
     buf = np.empty((2, w_out), np.float32)
@@ -422,12 +428,13 @@ def _max_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
         _advance(g, q)
 
 
-def _sum_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
-    """The SUM task kernel's C entry: kind (AVERAGE, LP, SUM) in kp, P in rp."""
-    sh = carray(sp, (3,))
+def _sum_entry(xp, yp, pp, t):  # pragma: no cover
+    """The SUM task kernel: kind (AVERAGE, LP, SUM) in ints, P in reals."""
+    f = carray(pp, HEAD + ARRAYS)
+    sh = carray(_i64s(f[SHAPES]), (3,))
     x, y = carray(xp, (sh[0],)), carray(yp, (sh[2],))
-    g = carray(gp, (GEOMETRY,))
-    kind, p = carray(kp, (1,))[0], carray(rp, (1,))[0]
+    g = carray(_i64s(f[A]), (GEOMETRY,))
+    kind, p = carray(_i64s(f[INTS]), (1,))[0], carray(_f64s(f[REALS]), (1,))[0]
     jlo, jhi, j0, j1 = _columns(g)
     acc = np.empty(g[DIM + 12 + 1], np.float64)
     rows = g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1]
@@ -438,21 +445,11 @@ def _sum_entry(t, xp, ip, yp, gp, bp, kp, rp, tp, op, sp):  # pragma: no cover
         _advance(g, q)
 
 
-_compiled: dict[bool, object] = {}
-
-
 def task_address(is_max: bool) -> int:
     """The address of the MAX or the SUM task kernel, compiled (or loaded from the disk cache)
     on first use."""
-    c = _compiled.get(is_max)
-    if c is None:
-        st = types.CPointer(types.float32)
-        i64, f64 = types.CPointer(types.int64), types.CPointer(types.float64)
-        out = st if is_max else f64
-        c = c_kernel(types.void(types.int64, st, i64, out, i64, i64, i64, f64, f64, f64, i64))(
-            _max_entry if is_max else _sum_entry)
-        _compiled[is_max] = c
-    return int(c.address)  # type: ignore[attr-defined]
+    return address(_max_entry if is_max else _sum_entry, "float32",
+                   "float32" if is_max else "float64")
 
 
 _NO_DIMS = np.zeros((1, 1), np.int64)
@@ -470,6 +467,6 @@ def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int
     rows = int(g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1])
     tasks = -(-rows // int(g[BLOCK]))
     shapes = np.array([x.size, ind.size, y.size], np.int64)
-    run(task_address(kind == MAXIMUM), tasks, x.view(np.uint8), ind.view(np.uint8),
-        y.view(np.uint8), g.reshape(1, -1), _NO_DIMS, np.array([kind], np.int64),
-        np.array([p], np.float64), _NO_TABLE, _NO_OUT, shapes)
+    launch(task_address(kind == MAXIMUM), tasks, x, ind, y, g.reshape(1, -1), _NO_DIMS,
+           np.array([kind], np.int64), np.array([p], np.float64), _NO_TABLE, _NO_OUT, shapes,
+           max(x.size, y.size))

@@ -228,6 +228,19 @@ def typed_pointer(element: Any) -> Any:
     return pointer
 
 
+@intrinsic
+def pointer_like(typingctx, addr, like):  # pragma: no cover - code generation
+    """An int64 address as a pointer of ``like``'s type (a task kernel's arrays of its x's
+    type that arrive as addresses)."""
+    if not isinstance(like, types.CPointer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], context.get_value_type(like))
+
+    return like(types.int64, like), codegen
+
+
 # Pointers to unsigned words of each width (kernels/movement.py's copy jobs use them too).
 u8_pointer, u16_pointer, u32_pointer, u64_pointer = (
     typed_pointer(t) for t in (types.uint8, types.uint16, types.uint32, types.uint64))

@@ -1,19 +1,20 @@
-"""Kernels of the normalization rows (``reduction/norms.py``): one parallel driver, ``run``, that
-calls the task kernel of one of four computations through its address, and the task kernels:
-serial C-callable functions (``numba.cfunc``), one per computation and storage type (float32 for
-FLOAT32, uint16 bits for FLOAT16), compiled on first use and kept in Numba's disk cache.
+"""Kernels of the normalization rows (``reduction/norms.py``): task kernels
+(``kernels/tasks.py``), one per computation and storage type (float32 for FLOAT32, uint16 bits
+for FLOAT16), compiled on first use and kept in Numba's disk cache, launched by ``launch`` on
+the worker pool (or ``tasks.drive``).
 
 Why this shape (measured on the 2-core dev box, cold cache): a parallel kernel per computation
 and type cost 4-8 s of first compile each (46 s for the eight), because Numba links every
-helper's code into its caller and optimises it again at each level of calls; the parallel driver
-alone is ~0.6 s and is compiled once for every computation and type (its tensors are byte
-arrays), and a task kernel, called by address, is optimised once (1.6-2.4 s each; the driver
-and all eight: 17 s, the shared activation kernel 1 s more).
+helper's code into its caller and optimises it again at each level of calls; a task kernel,
+called by address from a driver compiled once for every kernel, is optimised once (1.6-2.4 s
+each).
 
-Every task kernel has one C signature: the task number, then pointers to x1, x2, y (the storage
-type), a, b (int64 rows of collapsed sizes and strides), ints, reals (the computation's scalar
-parameters), table, out (float64) and ``shapes`` (each array's length or shape, so that the
-task sees NumPy arrays again). The computations:
+Every computation sees the same arrays: x1 (the task kernel's x) and y (its y) of the storage
+type, then, as addresses in the argument block (``ARRAYS`` fields): x2 (the storage type), a, b
+(int64 rows of collapsed sizes and strides), ints, reals (the computation's scalar parameters),
+table, out (float64) and ``shapes`` (each array's length or shape, so that the task sees NumPy
+arrays again). The window engine (``compute/pool_kernels.py``) launches its task kernels the
+same way. The computations:
 
 - ``AFFINE`` (the batch-normalization family's per-element pass). Over the input's collapsed
   dimensions (``a``: sizes, then the strides of ``x1``, ``x2``, the output and of a float64
@@ -51,97 +52,72 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba import carray, types
-from numba.extending import intrinsic
 
 from ..kernels.activation import IDENTITY, RELU
 from ..kernels.floats import load64, store
 from ..kernels.index import offsets4
-from ..kernels.jit import c_kernel, helper, inline, kernel, prange, reduction
-from ..kernels.strided import call_activation, data_pointer
+from ..kernels.jit import helper, inline, reduction
+from ..kernels.strided import call_activation, pointer_like, typed_pointer
+from ..kernels.tasks import HEAD, address, block, run
 
 AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # ``which`` (norms.py has the same numbers)
-_PTR = ir.IntType(8).as_pointer()
-_TASK_FN = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] + [_PTR] * 10)
+X2, A, B, INTS, REALS, TABLE, OUT, SHAPES = range(HEAD, HEAD + 8)  # the block's array addresses
+ARRAYS = 8
+_i64s = typed_pointer(types.int64)
+_f64s = typed_pointer(types.float64)
 
 
-@intrinsic
-def call_task(typingctx, fn, t, x1, x2, y, a, b, ints, reals, table, out,
-              shapes):  # pragma: no cover - code generation
-    """Call the task kernel at address ``fn`` for task ``t`` (the rest: data pointers)."""
-    sig = types.void(types.int64, types.int64, *([types.voidptr] * 10))
-
-    def codegen(context, builder, sig, args):
-        builder.call(builder.inttoptr(args[0], _TASK_FN.as_pointer()), args[1:])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@kernel
-def run(fn, count, x1, x2, y, a, b, ints, reals, table, out, shapes):  # pragma: no cover
-    """``count`` tasks of the task kernel at ``fn`` (``task_address``); x1, x2, y: bytes."""
-    p1 = data_pointer(x1)
-    p2 = data_pointer(x2)
-    py = data_pointer(y)
-    pa = data_pointer(a)
-    pb = data_pointer(b)
-    pi = data_pointer(ints)
-    pr = data_pointer(reals)
-    pt = data_pointer(table)
-    po = data_pointer(out)
-    ps = data_pointer(shapes)
-    for t in prange(count):
-        call_task(fn, np.int64(t), p1, p2, py, pa, pb, pi, pr, pt, po, ps)
+def launch(fn: int, count: int, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, a: np.ndarray,
+           b: np.ndarray, ints: np.ndarray, reals: np.ndarray, table: np.ndarray,
+           out: np.ndarray, shapes: np.ndarray, work: int) -> None:
+    """``count`` tasks of the task kernel at ``fn`` (x1, x2, y: contiguous, of the kernel's
+    storage types; the rest contiguous int64 or float64 arrays, alive for the call); ``work``:
+    elements, for how many threads it is worth (``tasks.run``)."""
+    arrays = (x2, a, b, ints, reals, table, out, shapes)
+    run(fn, block([r.ctypes.data for r in arrays]), count, x1, y, work=work)
 
 
 @inline
-def _arrays(x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp):  # pragma: no cover
-    """The task's arrays from their pointers and ``shapes``."""
-    sh = carray(sp, (14,))
-    return (carray(x1p, (sh[0],)), carray(x2p, (sh[1],)), carray(yp, (sh[2],)),
-            carray(ap, (sh[3], sh[4])), carray(bp, (sh[5], sh[6])), carray(ip, (sh[7],)),
-            carray(rp, (sh[8],)), carray(tp, (sh[9], sh[10])),
-            carray(op, (sh[11], sh[12], sh[13])))
+def arrays(x1p, yp, pp):  # pragma: no cover
+    """The task's arrays (x1, x2, y, a, b, ints, reals, table, out) from its pointers, the
+    block's addresses and ``shapes``."""
+    f = carray(pp, HEAD + ARRAYS)
+    sh = carray(_i64s(f[SHAPES]), (14,))
+    return (carray(x1p, (sh[0],)), carray(pointer_like(f[X2], x1p), (sh[1],)),
+            carray(yp, (sh[2],)), carray(_i64s(f[A]), (sh[3], sh[4])),
+            carray(_i64s(f[B]), (sh[5], sh[6])), carray(_i64s(f[INTS]), (sh[7],)),
+            carray(_f64s(f[REALS]), (sh[8],)), carray(_f64s(f[TABLE]), (sh[9], sh[10])),
+            carray(_f64s(f[OUT]), (sh[11], sh[12], sh[13])))
 
 
-def _affine_entry(t, x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp):  # pragma: no cover
-    x1, x2, y, a, _, ints, reals, table, _ = _arrays(x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp)
+def _affine_entry(x1p, yp, pp, t):  # pragma: no cover
+    x1, x2, y, a, _, ints, reals, table, _ = arrays(x1p, yp, pp)
     _affine_task(t, x1, x2, y, a, ints, reals, table)
 
 
-def _moments_entry(t, x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp):  # pragma: no cover
-    x1, x2, _, a, b, ints, _, table, out = _arrays(x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp)
+def _moments_entry(x1p, yp, pp, t):  # pragma: no cover
+    x1, x2, _, a, b, ints, _, table, out = arrays(x1p, yp, pp)
     _moments_task(t, x1, x2, a, b, ints, table, out)
 
 
-def _lp_entry(t, x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp):  # pragma: no cover
-    x, _, y, a, _, ints, reals, _, _ = _arrays(x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp)
+def _lp_entry(x1p, yp, pp, t):  # pragma: no cover
+    x, _, y, a, _, ints, reals, _, _ = arrays(x1p, yp, pp)
     _lp_task(t, x, y, a, ints, reals)
 
 
-def _lrn_entry(t, x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp):  # pragma: no cover
-    x, dy, y, _, _, ints, reals, _, _ = _arrays(x1p, x2p, yp, ap, bp, ip, rp, tp, op, sp)
+def _lrn_entry(x1p, yp, pp, t):  # pragma: no cover
+    x, dy, y, _, _, ints, reals, _, _ = arrays(x1p, yp, pp)
     _lrn_task(t, x, dy, y, ints, reals)
 
 
 _ENTRIES = (_affine_entry, _moments_entry, _lp_entry, _lrn_entry)
-_compiled: dict[tuple[int, str], object] = {}
 
 
 def task_address(which: int, storage: str) -> int:
     """The address of computation ``which``'s task kernel for ``storage`` ("float32" or
     "uint16"), compiled (or loaded from the disk cache) on first use."""
-    key = (which, storage)
-    c = _compiled.get(key)
-    if c is None:
-        st = types.CPointer(getattr(types, storage))
-        i64, f64 = types.CPointer(types.int64), types.CPointer(types.float64)
-        c = c_kernel(types.void(types.int64, st, st, st, i64, i64, i64, f64, f64, f64, i64))(
-            _ENTRIES[which])
-        _compiled[key] = c
-    return int(c.address)  # type: ignore[attr-defined]
+    return address(_ENTRIES[which], storage, storage)
 
 
 # --- affine ---------------------------------------------------------------------------------

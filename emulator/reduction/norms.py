@@ -76,7 +76,7 @@ from .layout import Layout
 OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
 IDENTITY = 0  # activation kinds (emulator.activations)
-AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # the computations of norm_kernels.run
+AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # the computations of norm_kernels
 CHUNK = 16384  # the most elements of one affine task
 MOMENT_BLOCK = 32768  # reduced elements per moments task (fixed: results independent of threads)
 LRN_BLOCK = 64  # columns per CrossChannel LRN task
@@ -92,9 +92,9 @@ def _launch(which: int, count: int, element_size: int, x1: np.ndarray | None,
             a: np.ndarray = _NO_DIMS, b: np.ndarray = _NO_DIMS, ints: Sequence[int] = (),
             reals: Sequence[float] = (), table: np.ndarray = _NO_TABLE,
             out: np.ndarray = _NO_OUT) -> None:
-    """Run ``count`` tasks of one computation (``norm_kernels.run``); x1, x2, y are the bound
+    """Run ``count`` tasks of one computation (``norm_kernels.launch``); x1, x2, y are the bound
     bytes of the tensors (None: absent)."""
-    from .norm_kernels import run, task_address
+    from .norm_kernels import launch, task_address
 
     x1, x2, y = (_NO_BYTES if r is None else r for r in (x1, x2, y))
     int_args = np.asarray([*ints, 0], np.int64)
@@ -102,8 +102,8 @@ def _launch(which: int, count: int, element_size: int, x1: np.ndarray | None,
     shapes = np.array([x1.size // element_size, x2.size // element_size, y.size // element_size,
                        *a.shape, *b.shape, int_args.size, real_args.size, *table.shape,
                        *out.shape], np.int64)
-    run(task_address(which, "float32" if element_size == 4 else "uint16"), count, x1, x2, y, a,
-        b, int_args, real_args, table, out, shapes)
+    launch(task_address(which, "float32" if element_size == 4 else "uint16"), count, x1, x2, y,
+           a, b, int_args, real_args, table, out, shapes, max(x1.size, y.size) // element_size)
 
 
 def _rows(parts: Sequence[np.ndarray]) -> np.ndarray:
