@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -202,18 +203,41 @@ class MVNPlan:
                    layout.count, has_scale, has_bias, normalize_variance, epsilon, kind, p0, p1,
                    use_mean)
 
+    @cached_property
+    def launch(self) -> tuple[np.ndarray, int]:
+        """The task kernel's argument block and task count (kernels/normalization.py
+        ``mvn_block``)."""
+        from .kernels.normalization import mvn_block
+
+        return mvn_block(self.g, self.a, self.count, self.has_scale, self.has_bias,
+                         self.use_mean, self.normalize_variance, self.epsilon, self.kind,
+                         self.p0, self.p1, self.element_size)
+
+    @cached_property
+    def kernel(self) -> int:
+        """The task kernel's address for the storage type."""
+        from .kernels.normalization import mvn_task
+        from .kernels.tasks import address
+
+        storage = "float32" if self.element_size == 4 else "uint16"
+        return address(mvn_task, storage, storage)
+
     def run(self, regions: Mapping[str, np.ndarray]) -> None:
-        from .kernels.normalization import mvn
+        from .kernels import normalization as k
+        from .kernels.tasks import HEAD, run
 
         def view(name: str, present: bool) -> np.ndarray:
             if not present:
                 return _NO_TENSOR[self.element_size]
             return float_view(regions[name], self.element_size)
 
-        mvn(view("InputTensor", True), view("OutputTensor", True),
-            view("ScaleTensor", self.has_scale), view("BiasTensor", self.has_bias), *self.g,
-            *self.a, self.count, self.has_scale, self.has_bias, self.use_mean,
-            self.normalize_variance, self.epsilon, self.kind, self.p0, self.p1)
+        arrays = (view("InputTensor", True), view("OutputTensor", True),
+                  view("ScaleTensor", self.has_scale), view("BiasTensor", self.has_bias))
+        template, tasks = self.launch
+        blk = template.copy()
+        blk[HEAD + k.XN:HEAD + k.BN + 1] = [a.size for a in arrays]
+        run(self.kernel, blk, tasks, arrays[0], arrays[1], w=arrays[2], z=arrays[3],
+            work=int(blk[HEAD + k.GROUPS]) * self.count)
 
 
 # Softmax: the tile of groups advancing together in column mode (at most; narrower when that

@@ -822,3 +822,59 @@ def test_kernel_signatures_stay_within_the_budget(device):
     assert {k for k in tasks._compiled if k[0] in entries} == \
         {(e, s, s) for e in entries for s in ("float32", "uint16")}
     assert len(tasks.drive.signatures) <= 1
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["BN f32 + RELU", "training f16 + add"])
+def test_large_outputs_are_streamed_with_the_same_bytes(device, training):
+    """An affine output of 16 MiB or more with contiguous rows is written with non-temporal
+    stores, several rows a task (norms.STREAM_BYTES): the one-loop path (BATCH_NORMALIZATION,
+    RELU) and the buffered one (TRAINING with a FusedAddTensor and ELU), output planes padded
+    apart (their gaps untouched). The bytes equal the cached stores' (the plan's Affine with
+    stream off), and BATCH_NORMALIZATION's equal the formula in float64 rounded once."""
+    from dataclasses import replace
+
+    from bench.harness import Prepared
+
+    dt = F16 if training else F32
+    dtype = np_dtype(dt)
+    sizes = (16 if training else 8, 64, 96, 96)
+    pitch = (64 * 9232, 9232, 96, 1)  # channels padded (a row: one 96 x 96 plane)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(sizes).astype(dtype)
+    ch = (1, 64, 1, 1)
+    m, s, b = (rng.standard_normal(ch).astype(dtype) for _ in range(3))
+    var = (np.abs(rng.standard_normal(ch)) + 0.5).astype(dtype)
+    out_desc = DML_TENSOR_DESC(Desc=DML_BUFFER_TENSOR_DESC(
+        DataType=dt, Sizes=sizes, Strides=pitch,
+        TotalTensorSizeInBytes=DMLCalcBufferTensorSize(dt, 4, sizes, pitch)))
+    raw = np.full(out_desc.Desc.TotalTensorSizeInBytes, SENTINEL, np.uint8)
+    if training:
+        stats = [np.empty(ch, dtype), np.empty(ch, dtype)]
+        op = DML_BATCH_NORMALIZATION_TRAINING_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), ScaleTensor=tensor_desc(s), BiasTensor=tensor_desc(b),
+            FusedAddTensor=tensor_desc(x), OutputTensor=out_desc,
+            OutputMeanTensor=tensor_desc(stats[0]), OutputVarianceTensor=tensor_desc(stats[1]),
+            Epsilon=1e-3, FusedActivation=DML_ACTIVATION_ELU_OPERATOR_DESC(Alpha=0.5))
+        run = Prepared(DML_OPERATOR_DESC(Desc=op), [x, s, b, x], [raw, *stats], level="6_4")
+    else:
+        op = DML_BATCH_NORMALIZATION_OPERATOR_DESC(
+            InputTensor=tensor_desc(x), MeanTensor=tensor_desc(m),
+            VarianceTensor=tensor_desc(var), ScaleTensor=tensor_desc(s),
+            BiasTensor=tensor_desc(b), OutputTensor=out_desc, Spatial=True, Epsilon=1e-5,
+            FusedActivation=DML_ACTIVATION_RELU_OPERATOR_DESC())
+        run = Prepared(DML_OPERATOR_DESC(Desc=op), [x, m, var, s, b], [raw], level="6_4")
+    plan = run.compiled.operator.plan
+    assert plan.affine.stream and plan.affine.per_task > 1
+    run()
+    streamed = raw.copy()
+    object.__setattr__(plan, "affine", replace(plan.affine, stream=False, per_task=1))
+    raw[...] = SENTINEL
+    run()
+    np.testing.assert_array_equal(streamed, raw)
+    untouched = ~addressed_mask(raw.size, dtype.itemsize, sizes, pitch)
+    assert (streamed[untouched] == SENTINEL).all()
+    if not training:
+        f = [a.astype(np.float64) for a in (x, m, var, s, b)]
+        want = np.maximum(((f[0] - f[1]) * (1.0 / np.sqrt(f[2] + float(np.float32(1e-5)))))
+                          * f[3] + f[4], 0.0).astype(dtype)
+        np.testing.assert_array_equal(logical(streamed, dtype, sizes, pitch), want)

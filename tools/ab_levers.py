@@ -8,7 +8,8 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
-``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py);
+``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py: REDUCE,
+ARGMAX, CUMULATIVE_SUMMATION, SOFTMAX1, MVN2, BATCH_NORMALIZATION);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
 f32 -> f16, GREATER, EXP, TANH, ERF); ``tile`` switches the tiled order of an IDENTITY over a
 transposed input off (four transposes). Prints the median ms of each side. These measured the
@@ -120,6 +121,10 @@ def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
             Axes=list(axes))), [x], [out])
 
     i64 = np.empty((4096, 1), np.int64)
+    ln = rng.standard_normal((8192, 4096)).astype(np.float32)
+    col = rng.standard_normal((1, 4096)).astype(np.float32)
+    img = rng.standard_normal((32, 64, 56, 56)).astype(np.float32)
+    ch = np.abs(rng.standard_normal((1, 64, 1, 1))).astype(np.float32) + 0.5
     return {
         "REDUCE SUM f32 last": reduce(DML_REDUCE_FUNCTION_SUM, a, (1,)),
         "REDUCE SUM f32 first": reduce(DML_REDUCE_FUNCTION_SUM, a, (0,)),
@@ -137,6 +142,19 @@ def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
             Desc=DML_ACTIVATION_SOFTMAX1_OPERATOR_DESC(
                 InputTensor=tensor_desc(s), OutputTensor=tensor_desc(s), Axes=[3])),
             [s], [np.empty_like(s)]),
+        "MVN2 LayerNorm f32 [8192,4096]": (DML_OPERATOR_DESC(
+            Desc=DML_MEAN_VARIANCE_NORMALIZATION2_OPERATOR_DESC(
+                InputTensor=tensor_desc(ln), ScaleTensor=tensor_desc(col),
+                BiasTensor=tensor_desc(col), OutputTensor=tensor_desc(ln), Axes=[1],
+                UseMean=True, UseVariance=True, Epsilon=1e-5)),
+            [ln, col, col], [np.empty_like(ln)]),
+        "BATCH_NORMALIZATION f32 [32,64,56,56]": (DML_OPERATOR_DESC(
+            Desc=DML_BATCH_NORMALIZATION_OPERATOR_DESC(
+                InputTensor=tensor_desc(img), MeanTensor=tensor_desc(ch),
+                VarianceTensor=tensor_desc(ch), ScaleTensor=tensor_desc(ch),
+                BiasTensor=tensor_desc(ch), OutputTensor=tensor_desc(img), Spatial=True,
+                Epsilon=1e-5)),
+            [img, ch, ch, ch, ch], [np.empty_like(img)]),
     }
 
 
@@ -163,6 +181,7 @@ def main() -> int:
     p.add_argument("lever", choices=["pool", "reduce", "stream", "tile"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--only", default="", help="run the workloads whose name holds this text")
     args = p.parse_args()
     cases = {"pool": lambda: {**_elementwise(), **_movement()}, "reduce": _reductions,
              "stream": _elementwise,
@@ -172,6 +191,8 @@ def main() -> int:
                "tile": ("tiled", "rows")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
+        if args.only not in name:
+            continue
         prepared = Prepared(desc, ins, outs, level="6_4")
 
         plan = prepared.compiled.operator.plan

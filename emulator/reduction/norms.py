@@ -77,7 +77,13 @@ OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
 IDENTITY = 0  # activation kinds (emulator.activations)
 AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # the computations of norm_kernels
-CHUNK = 16384  # the most elements of one affine task
+CHUNK = 16384  # the most elements of one affine piece
+# An affine output of STREAM_BYTES or more whose rows (of at least STREAM_ROW elements) are
+# contiguous is written with non-temporal stores; a task then holds about TASK_ELEMENTS
+# elements (its one store fence is cheap), leaving at least 256 tasks.
+STREAM_BYTES = 16 << 20
+STREAM_ROW = 256
+TASK_ELEMENTS = 1 << 16
 MOMENT_BLOCK = 32768  # reduced elements per moments task (fixed: results independent of threads)
 LRN_BLOCK = 64  # columns per CrossChannel LRN task
 LP_BLOCK = 256  # lines per column-mode LP_NORMALIZATION task
@@ -172,16 +178,23 @@ class Affine:
 
     element_size: int
     dims: np.ndarray  # collapsed sizes, strides of x1, x2, y and the table
-    pieces: int
-    count: int
+    pieces: int  # per row
+    count: int  # all pieces
+    per_task: int  # pieces per task
+    stream: bool
 
     @classmethod
     def build(cls, x1: Tensor, x2: Tensor | None, y: Tensor, p_sizes: Sequence[int]) -> Affine:
         s2 = x2.strides if x2 is not None else [0] * len(x1.sizes)
         dims = _rows([int64s(a) for a in collapse(x1.sizes, x1.strides, s2, y.strides,
                                                   _param_strides(p_sizes))])
-        pieces = -(-int(dims[0, -1]) // CHUNK)
-        return cls(x1.element_size, dims, pieces, int(np.prod(dims[0, :-1])) * pieces)
+        row = int(dims[0, -1])
+        pieces = -(-row // CHUNK)
+        count = int(np.prod(dims[0, :-1])) * pieces
+        stream = (int(np.prod(dims[0])) * y.element_size >= STREAM_BYTES
+                  and int(dims[3, -1]) == 1 and row >= STREAM_ROW)
+        per_task = max(1, min(TASK_ELEMENTS // min(row, CHUNK), count // 256)) if stream else 1
+        return cls(x1.element_size, dims, pieces, count, per_task, stream)
 
     def run(self, x1: np.ndarray, x2: np.ndarray | None, y: np.ndarray, table: np.ndarray,
             inside: bool, v: SimpleNamespace) -> None:
@@ -191,8 +204,9 @@ class Affine:
             from ..kernels.strided import activation_address  # (Numba: on first use)
 
             activation = activation_address()
-        _launch(AFFINE, self.count, self.element_size, x1, x2, y, self.dims,
-                ints=(self.pieces, x2 is not None, inside, kind, CHUNK, activation),
+        _launch(AFFINE, -(-self.count // self.per_task), self.element_size, x1, x2, y,
+                self.dims, ints=(self.pieces, x2 is not None, inside, kind, CHUNK, activation,
+                                 self.per_task, self.count, self.stream),
                 reals=(p0, p1), table=table)
 
 
