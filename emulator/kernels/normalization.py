@@ -49,11 +49,17 @@ ROW_BLOCK = 2048
 XN, YN, SN, BN, GD, AD, COUNT, HAS_SCALE, HAS_BIAS, USE_MEAN, NORMALIZE_VARIANCE, KIND, EPS, \
     P0, P1, GROUPS, GROUP_BLOCK, STREAM = range(18)
 FIELDS = 18
-# A streamed output (STREAM_BYTES or more, rows of at least STREAM_ROW contiguous elements)
-# is normalized into a buffer in L1 and written with non-temporal stores (kernels/stream.py);
-# a task then holds enough groups (about TASK_ELEMENTS elements) that its one store fence is
-# cheap, while leaving at least 256 tasks.
-STREAM_BYTES = 16 << 20
+# A FLOAT32 output of STREAM_BYTES or more (more than the caches can hold) with rows of at
+# least STREAM_ROW contiguous elements is normalized into a buffer in L1 and written with
+# non-temporal stores (kernels/stream.py). A task holds about TASK_ELEMENTS elements of groups
+# (leaving at least 256 tasks), so that its one store fence and its buffers are cheap. Measured
+# on two instances of the 16-core Xeon, [8192, 4096] LayerNorm (128 MiB out), ms at 16 / 2
+# threads: FLOAT32 streamed 3.99 / 21.5 and 4.19 / 21.2, cached 5.00 / 23.9 and 3.82 / 23.8;
+# FLOAT16 streamed 3.05 / 16.8 and 2.70 / 14.7, cached 2.66 / 15.1 and 2.28 / 14.3 (so FLOAT16
+# is not streamed); one group a task instead of blocks, cached: 5.22 / 24.6 (FLOAT32) and
+# 2.76 / 15.8 (FLOAT16). The normalization rows' affine pass (reduction/norms.py) has the same
+# threshold.
+STREAM_BYTES = 64 << 20
 STREAM_ROW = 256
 TASK_ELEMENTS = 1 << 16
 
@@ -64,9 +70,9 @@ def mvn_block(g, a, count: int, has_scale: bool, has_bias: bool, use_mean: bool,
     """The argument block of ``mvn_task`` (g, a: the five rows of each part; XN .. BN 0) and
     the task count."""
     groups = int(np.prod(g[0]))
-    stream = (groups * count * element_size >= STREAM_BYTES and int(a[2][-1]) == 1
-              and int(a[0][-1]) >= STREAM_ROW)
-    per_task = max(1, min(TASK_ELEMENTS // count, groups // 256)) if stream else 1
+    stream = (element_size == 4 and groups * count * element_size >= STREAM_BYTES
+              and int(a[2][-1]) == 1 and int(a[0][-1]) >= STREAM_ROW)
+    per_task = max(1, min(TASK_ELEMENTS // count, groups // 256))
     bits = [int(np.float64(v).view(np.int64)) for v in (eps, p0, p1)]
     head = [0, 0, 0, 0, len(g[0]), len(a[0]), count, has_scale, has_bias, use_mean,
             normalize_variance, kind, *bits, groups, per_task, stream]
