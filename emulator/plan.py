@@ -104,19 +104,21 @@ class TopKPlan:
     in_axis: int
     val_axis: int
     idx_axis: int
+    index_size: int = 4  # UINT32 (4) or UINT64 (8) indices
 
     @classmethod
     def build(cls, element_size: int, key_constants: Sequence[int], k: int, axis: int,
               in_sizes: Sequence[int], in_strides: Sequence[int], val_strides: Sequence[int],
-              idx_strides: Sequence[int]) -> TopKPlan:
+              idx_strides: Sequence[int], index_size: int = 4) -> TopKPlan:
         from .reduction.layout import Layout
 
         # The sequences are the reduction layout's groups (the axis is read by its strides).
         sizes, s_in, s_val, s_idx = Layout.build(in_sizes, [axis],
                                                  [in_strides, val_strides, idx_strides]).g
-        return cls(element_size, np.asarray(key_constants, np.uint32), k, in_sizes[axis],
+        keys = np.uint64 if element_size == 8 else np.uint32
+        return cls(element_size, np.asarray(key_constants, keys), k, in_sizes[axis],
                    sizes, s_in, s_val, s_idx,
-                   in_strides[axis], val_strides[axis], idx_strides[axis])
+                   in_strides[axis], val_strides[axis], idx_strides[axis], index_size)
 
     @property
     def num_seq(self) -> int:
@@ -142,7 +144,12 @@ class TopKPlan:
 
         x = element_view(regions["InputTensor"], self.element_size)
         values = element_view(regions["OutputValueTensor"], self.element_size)
-        indices = element_view(regions["OutputIndexTensor"], 4)
+        indices = element_view(regions["OutputIndexTensor"], self.index_size)
+        if self.element_size == 8:  # 64-bit keys do not pack with an index: a stable sort
+            topk.sort_rows(x, self.seq_sizes, self.seq_in, self.seq_val, self.seq_idx, self.n,
+                           self.in_axis, self.k, self.key_constants, values, self.val_axis,
+                           indices, self.idx_axis)
+            return
         mode, chunks = self.strategy(numba.get_num_threads())
         part = np.empty((self.num_seq, chunks, self.k), np.uint64)
         common = (x, self.seq_sizes, self.seq_in, self.n, self.in_axis, chunks, self.k,

@@ -26,7 +26,9 @@ from .helpers import (
     strided_buffer,
 )
 
-F32, U32 = DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT32
+F32, U32, U64 = DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT32, DML_TENSOR_DATA_TYPE_UINT64
+I64 = DML_TENSOR_DATA_TYPE_INT64
+TEN = [*EIGHT, I64, U64]  # the 5_0 band's value types
 DEC, INC = DML_AXIS_DIRECTION_DECREASING, DML_AXIS_DIRECTION_INCREASING
 LEVELS = ["2_1", "3_0", "3_1", "4_0"]
 
@@ -44,6 +46,12 @@ def out_sizes(sizes, axis, k):
 @pytest.fixture(scope="module")
 def device():
     return DMLCreateDevice1(feature_level="4_0")
+
+
+@pytest.fixture(scope="module")
+def device5():
+    """5_0: 64-bit values and UINT64 indices."""
+    return DMLCreateDevice1(feature_level="5_0")
 
 
 # -- the page's examples -------------------------------------------------------------------------
@@ -94,15 +102,18 @@ def test_float16_nan_payloads_and_signed_zero_are_copied(device):
     assert v.view(np.uint16).tolist() == [0x7E01, 0xFE00, 0x7C00, 0x8000, 0x0000, 0xFC00]
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32])
-def test_integer_extremes(device, dtype):
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_integer_extremes(device5, dtype):
     info = np.iinfo(dtype)
-    x = np.array([0, info.max, info.min, 1, info.max, info.min, info.min + 1], dtype)
+    x = np.array([0, info.max, info.min, 1, info.max, info.min, info.min + 1, info.max - 1,
+                  -1 if info.min < 0 else info.max // 2 + 1], dtype)
     n = x.size
     dt = data_type_of_numpy(x.dtype)
-    for direction in (DEC, INC):
-        [v, i] = device.execute(topk1(tensor_desc(x), desc(dt, [n]), desc(U32, [n]), 0, n,
-                                      direction), [x])
+    for direction, idx in ((DEC, U32), (INC, U64)):
+        [v, i] = device5.execute(topk1(tensor_desc(x), desc(dt, [n]), desc(idx, [n]), 0, n,
+                                       direction), [x])
+        assert i.dtype == (np.uint32 if idx == U32 else np.uint64)
         ev, ei = top_k(x, 0, n, direction == DEC)
         assert i.tolist() == ei.tolist() and v.tolist() == ev.tolist()
         assert v.tolist() == sorted(x.tolist(), reverse=direction == DEC)
@@ -148,7 +159,7 @@ def random_layout(rng, sizes, broadcast=True):
 
 
 def run_case(device, dt, sizes, axis, k, direction, in_strides, val_strides, idx_strides, rng,
-             op_factory=topk1):
+             op_factory=topk1, idx_dt=U32):
     raw_in = strided_buffer(rng, dt, sizes, in_strides)
     # Tie-heavy data with the type's edge values in every byte of the buffer; with a broadcast
     # (zero) stride several coordinates read the same element.
@@ -157,17 +168,18 @@ def run_case(device, dt, sizes, axis, k, direction, in_strides, val_strides, idx
     x = logical(raw_in, np_dtype(dt), sizes, in_strides)
     o = out_sizes(sizes, axis, k)
     raw_v = strided_buffer(rng, dt, o, val_strides, fill=SENTINEL)
-    raw_i = strided_buffer(rng, U32, o, idx_strides, fill=SENTINEL)
+    raw_i = strided_buffer(rng, idx_dt, o, idx_strides, fill=SENTINEL)
     op = op_factory(desc(dt, sizes, in_strides), desc(dt, o, val_strides),
-                    desc(U32, o, idx_strides), axis, k, direction)
+                    desc(idx_dt, o, idx_strides), axis, k, direction)
     before = raw_in.copy()
     device.execute(op, [raw_in], [raw_v, raw_i])
     ev, ei = top_k(np.ascontiguousarray(x), axis, k, direction == DEC)
     got_v = logical(raw_v, np_dtype(dt), o, val_strides)
-    got_i = logical(raw_i, np.uint32, o, idx_strides)
+    got_i = logical(raw_i, np_dtype(idx_dt), o, idx_strides)
     np.testing.assert_array_equal(got_i, ei)
     np.testing.assert_array_equal(bits(got_v), bits(ev))
-    for raw, item, strides in ((raw_v, np_dtype(dt).itemsize, val_strides), (raw_i, 4, idx_strides)):
+    for raw, item, strides in ((raw_v, np_dtype(dt).itemsize, val_strides),
+                               (raw_i, np_dtype(idx_dt).itemsize, idx_strides)):
         untouched = ~addressed_mask(raw.size, item, o, strides)
         assert (raw[untouched] == SENTINEL).all(), "bytes outside the output elements changed"
     np.testing.assert_array_equal(raw_in, before)
@@ -183,22 +195,23 @@ def random_case(rng, rank):
 
 
 @pytest.mark.parametrize("rank", range(1, 9))
-@pytest.mark.parametrize("dt", EIGHT, ids=lambda t: t.name.removeprefix("DML_TENSOR_DATA_TYPE_"))
-def test_matches_reference(device, dt, rank):
+@pytest.mark.parametrize("dt", TEN, ids=lambda t: t.name.removeprefix("DML_TENSOR_DATA_TYPE_"))
+def test_matches_reference(device5, dt, rank):
     rng = np.random.default_rng(100 * rank + int(dt))
     for _ in range(5):
         sizes, axis, k = random_case(rng, rank)
         direction = DEC if rng.random() < 0.5 else INC
-        run_case(device, dt, sizes, axis, k, direction, random_layout(rng, sizes),
+        run_case(device5, dt, sizes, axis, k, direction, random_layout(rng, sizes),
                  random_layout(rng, out_sizes(sizes, axis, k), broadcast=False),
-                 random_layout(rng, out_sizes(sizes, axis, k), broadcast=False), rng)
+                 random_layout(rng, out_sizes(sizes, axis, k), broadcast=False), rng,
+                 idx_dt=U32 if rng.random() < 0.5 else U64)
 
 
 @pytest.mark.parametrize("strategy", [("rows", 1), ("rows", 3), ("columns", 1), ("columns", 4),
                                       ("radix", 1), ("radix", 2)])
 @pytest.mark.parametrize("dt", [F32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_INT8,
                                 DML_TENSOR_DATA_TYPE_UINT16, DML_TENSOR_DATA_TYPE_INT32])
-def test_every_strategy_and_split(device, monkeypatch, dt, strategy):
+def test_every_strategy_and_split(device5, monkeypatch, dt, strategy):
     """Each algorithm, with the axis split into chunks and merged, gives the reference's bytes."""
     monkeypatch.setattr(TopKPlan, "strategy", lambda self, threads: strategy)
     rng = np.random.default_rng(int(dt) * 7 + strategy[1])
@@ -206,8 +219,18 @@ def test_every_strategy_and_split(device, monkeypatch, dt, strategy):
                            ([4, 1, 257], 2, 12), ([120, 3, 2], 0, 4)]:
         if strategy[0] == "columns" and axis == len(sizes) - 1:
             continue  # column mode needs sequences that are neighbours in memory
-        run_case(device, dt, sizes, axis, k, DEC if rng.random() < 0.5 else INC, None, None, None,
-                 rng)
+        run_case(device5, dt, sizes, axis, k, DEC if rng.random() < 0.5 else INC, None, None,
+                 None, rng, idx_dt=U64 if strategy[1] > 1 else U32)
+
+
+def test_top_k_v0_ranks_64_bit_values(device5):
+    """TOP_K (DECREASING) at 5_0: INT64 values with UINT64 indices, ties by ascending index."""
+    x = np.array([[5, -(2**63), 2**63 - 1, 5, 0, 2**63 - 1]], np.int64)
+    op = DML_OPERATOR_DESC(Desc=DML_TOP_K_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), OutputValueTensor=desc(I64, [1, 4]),
+        OutputIndexTensor=desc(U64, [1, 4]), Axis=1, K=4))
+    [v, i] = device5.execute(op, [x])
+    assert v.tolist() == [[2**63 - 1, 2**63 - 1, 5, 5]] and i.tolist() == [[2, 5, 0, 3]]
 
 
 def test_long_sequence_is_split_across_threads(device):
@@ -232,16 +255,16 @@ def test_doubled_stride_index_layout_keeps_upper_halves(device):
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), rank=st.integers(1, 8), dt=st.sampled_from(EIGHT),
-       inc=st.booleans())
-def test_property(seed, rank, dt, inc):
+@given(seed=st.integers(0, 2**32 - 1), rank=st.integers(1, 8), dt=st.sampled_from(TEN),
+       inc=st.booleans(), idx=st.sampled_from([U32, U64]))
+def test_property(seed, rank, dt, inc, idx):
     rng = np.random.default_rng(seed)
     sizes, axis, k = random_case(rng, rank)
     run_case(_DEVICE, dt, sizes, axis, k, INC if inc else DEC, random_layout(rng, sizes), None,
-             None, rng)
+             None, rng, idx_dt=idx)
 
 
-_DEVICE = DMLCreateDevice1(feature_level="4_0")
+_DEVICE = DMLCreateDevice1(feature_level="5_0")
 
 
 # -- feature levels ----------------------------------------------------------------------------

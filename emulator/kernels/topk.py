@@ -284,3 +284,27 @@ def finalize(x, seq_sizes, seq_in, seq_val, seq_idx, in_axis, values, val_axis, 
             i = unpack_index(best[r])
             values[o_val + r * val_axis] = x[np.uint64(o_in) + np.uint64(i) * np.uint64(in_axis)]
             indices[o_idx + r * idx_axis] = i
+
+
+@kernel
+def sort_rows(x, seq_sizes, seq_in, seq_val, seq_idx, n, in_axis, K, kc, values, val_axis,
+              indices, idx_axis):  # pragma: no cover
+    """64-bit values (INT64, UINT64: no float has 64 bits in the bands): a sequence's keys
+    (``u ^ kc[4] ^ kc[6]``, the sign flip and the direction) complemented, so that a stable
+    ascending sort puts the selected first with ties by ascending index; then the first K."""
+    num_seq = np.int64(1)
+    for k in range(seq_sizes.shape[0]):
+        num_seq *= seq_sizes[k]
+    flip = ~(kc[4] ^ kc[6])
+    step = np.uint64(in_axis)
+    for s in prange(num_seq):
+        o_in, o_val, o_idx, _ = offsets4(s, seq_sizes, seq_in, seq_val, seq_idx, seq_idx)
+        base = np.uint64(o_in)
+        keys = np.empty(n, np.uint64)
+        for j in range(n):
+            keys[j] = x[base + np.uint64(j) * step] ^ flip
+        order = np.argsort(keys, kind="mergesort")
+        for r in range(K):
+            i = order[r]
+            values[o_val + r * val_axis] = x[base + np.uint64(i) * step]
+            indices[o_idx + r * idx_axis] = i

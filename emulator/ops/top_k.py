@@ -27,5 +27,5 @@ def plan(v: SimpleNamespace) -> TopKPlan:
 
 
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    values, indices = top_k1.top_k(inputs["InputTensor"], v.Axis, v.K, decreasing=True)
-    return {"OutputValueTensor": values, "OutputIndexTensor": indices}
+    v1 = SimpleNamespace(**vars(v), AxisDirection=top_k1.DECREASING)
+    return top_k1.reference(v1, inputs)

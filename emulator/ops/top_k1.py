@@ -25,10 +25,10 @@ T = DML_TENSOR_DATA_TYPE
 DECREASING = DML_AXIS_DIRECTION.DML_AXIS_DIRECTION_DECREASING
 
 
-# Values up to 32 bits and UINT32 indices: the kernel packs a 32-bit order-preserving key with its
-# index into one 64-bit word. The 64-bit values and UINT64 indices the 5_0 band admits are valid
-# but not executable yet (E_NOTIMPL at CompileOperator).
-KERNEL_TYPES = EIGHT_TYPES
+# Every type of the bands: values up to 32 bits pack a 32-bit order-preserving key with their
+# index into one 64-bit word (kernels/topk.py); INT64 and UINT64 values (5_0) are ranked by a
+# stable sort of 64-bit keys. UINT32 or UINT64 (5_0) indices.
+KERNEL_TYPES = (*EIGHT_TYPES, T.DML_TENSOR_DATA_TYPE_INT64, T.DML_TENSOR_DATA_TYPE_UINT64)
 
 
 def validate(ctx: Context, v: SimpleNamespace) -> None:
@@ -66,7 +66,7 @@ def top_k_plan(v: SimpleNamespace, decreasing: bool) -> TopKPlan:
     i = v.InputTensor
     return TopKPlan.build(i.element_size, key_constants(i.data_type, decreasing), v.K, v.Axis,
                           i.sizes, i.strides, v.OutputValueTensor.strides,
-                          v.OutputIndexTensor.strides)
+                          v.OutputIndexTensor.strides, v.OutputIndexTensor.element_size)
 
 
 def plan(v: SimpleNamespace) -> TopKPlan:
@@ -78,14 +78,17 @@ def top_k(x: np.ndarray, axis: int, k: int, decreasing: bool) -> tuple[np.ndarra
     -0 equal to +0, ties by ascending index), keeping the first K."""
     seq = np.moveaxis(x, axis, -1)
     index = np.broadcast_to(np.arange(seq.shape[-1]), seq.shape)
+    value: np.ndarray
     if seq.dtype.kind == "f":
         nan = np.isnan(seq)
         value = np.where(nan, 0, seq).astype(np.float64) + 0.0  # + 0.0 turns -0 into +0
-    else:
+        descending = -value
+    else:  # integers as they are (64-bit ones too); ~v reverses the order without overflow
         nan = np.zeros(seq.shape, bool)
-        value = seq.astype(np.int64)
+        value = seq
+        descending = np.invert(value)
     if decreasing:
-        order = np.lexsort((index, -value, ~nan), axis=-1)
+        order = np.lexsort((index, descending, ~nan), axis=-1)
     else:
         order = np.lexsort((index, value, nan), axis=-1)
     order = order[..., :k]
@@ -95,4 +98,5 @@ def top_k(x: np.ndarray, axis: int, k: int, decreasing: bool) -> tuple[np.ndarra
 
 def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     values, indices = top_k(inputs["InputTensor"], v.Axis, v.K, v.AxisDirection == DECREASING)
-    return {"OutputValueTensor": values, "OutputIndexTensor": indices}
+    return {"OutputValueTensor": values,
+            "OutputIndexTensor": indices.astype(NUMPY_DTYPE[v.OutputIndexTensor.data_type])}
