@@ -13,8 +13,9 @@ import pytest
 
 from descriptors import *
 from emulator import DMLCreateDevice1
-from emulator.kernels import pool, strided
+from emulator.kernels import pool, strided, vnni
 from emulator.kernels.strided import int64_pointer
+from emulator.ops import qlmm
 from emulator.pythonic import run
 
 from .helpers import desc
@@ -182,6 +183,20 @@ def _ops():
                 BiasTensor=desc(F16, (1, 1000)), OutputTensor=desc(F16, x.shape), AxisCount=1,
                 Axes=[1], UseMean=True, UseVariance=True, Epsilon=1e-5, FusedActivation=None)),
             [x.astype(np.float16), row[None].astype(np.float16), row[None].astype(np.float16)]),
+        # QUANTIZED_LINEAR_MATRIX_MULTIPLY's task kernels (kernels/qgemm.py, kernels/vnni.py):
+        # batched, per-column B zero points (run on both paths by the test).
+        "QLMM u8 batched": (DML_OPERATOR_DESC(
+            Desc=DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC(
+                ATensor=desc(U8, (4, 3, 40, 64)), AScaleTensor=desc(F32, (1, 1, 1, 1)),
+                AZeroPointTensor=desc(U8, (1, 1, 1, 1)), BTensor=desc(U8, (4, 3, 64, 72)),
+                BScaleTensor=desc(F32, (1, 1, 1, 1)), BZeroPointTensor=desc(U8, (1, 1, 1, 72)),
+                OutputScaleTensor=desc(F32, (1, 1, 1, 1)),
+                OutputZeroPointTensor=desc(U8, (1, 1, 1, 1)),
+                OutputTensor=desc(U8, (4, 3, 40, 72)))),
+            [a.reshape(-1)[:4 * 3 * 40 * 64].reshape(4, 3, 40, 64), one.reshape(1, 1, 1, 1) * 0.02,
+             z.reshape(1, 1, 1, 1), b.reshape(-1)[:4 * 3 * 64 * 72].reshape(4, 3, 64, 72),
+             one.reshape(1, 1, 1, 1) * 0.03, np.arange(72, dtype=np.uint8).reshape(1, 1, 1, 72),
+             one.reshape(1, 1, 1, 1) * 0.5, z.reshape(1, 1, 1, 1)]),
         "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
             OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),
@@ -199,13 +214,23 @@ def restore():
 
 
 @pytest.mark.parametrize("name", list(_ops()))
-def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore):
+def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore, monkeypatch):
     op, inputs = _ops()[name]
     dev = DMLCreateDevice1()
     results = []
     for enabled in (False, True, None):
         pool.ENABLED = enabled
         results.append([o.copy() for o in dev.execute(op, inputs)])
+    if name.startswith("QLMM"):  # the other path (VNNI where the CPU lacks it, or portable)
+        monkeypatch.setattr(qlmm, "USE_VNNI", not vnni.HAS_VNNI)
+        for enabled in (False, True):
+            pool.ENABLED = enabled
+            results.append([o.copy() for o in dev.execute(op, inputs)])
+        a32, b32 = (inputs[k].astype(np.int64) for k in (0, 3))
+        acc = (a32 - 3) @ (b32 - np.arange(72))
+        want = np.clip(np.round(acc * (0.02 * 0.03 / 0.5)) + 3, 0, 255)
+        # (a sanity check; test_qlmm has the exact reference)
+        assert np.abs(results[0][0].astype(np.int64) - want).max() <= 1
     for other in results[1:]:
         for got, want in zip(other, results[0]):
             np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

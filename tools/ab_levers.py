@@ -7,7 +7,8 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
 
-``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING);
+``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING,
+QUANTIZED_LINEAR_MATRIX_MULTIPLY);
 ``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py: REDUCE,
 ARGMAX, CUMULATIVE_SUMMATION, SOFTMAX1, MVN2, BATCH_NORMALIZATION);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
@@ -107,6 +108,28 @@ def _movement() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     }
 
 
+def _compute() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    """QUANTIZED_LINEAR_MATRIX_MULTIPLY (task kernels, kernels/qgemm.py and kernels/vnni.py)."""
+    rng = np.random.default_rng(0)
+    u8 = DML_TENSOR_DATA_TYPE_UINT8
+    scalar = tensor_desc((1, 1, 1, 1), F32)
+    zero = tensor_desc((1, 1, 1, 1), u8)
+
+    def qlmm(a_shape, b_shape):
+        a = rng.integers(0, 256, a_shape, np.uint8)
+        b = rng.integers(0, 256, b_shape, np.uint8)
+        out = np.empty((*a_shape[:-1], b_shape[-1]), np.uint8)
+        s, z = np.full((1, 1, 1, 1), 0.01, np.float32), np.full((1, 1, 1, 1), 7, np.uint8)
+        return (DML_OPERATOR_DESC(Desc=DML_QUANTIZED_LINEAR_MATRIX_MULTIPLY_OPERATOR_DESC(
+            ATensor=tensor_desc(a), AScaleTensor=scalar, AZeroPointTensor=zero,
+            BTensor=tensor_desc(b), BScaleTensor=scalar, BZeroPointTensor=zero,
+            OutputScaleTensor=scalar, OutputZeroPointTensor=zero, OutputTensor=tensor_desc(out))),
+            [a, s, z, b, s, z, s, z], [out])
+
+    return {"QLMM u8 [8,12,128,64] x [8,12,64,128]": qlmm((8, 12, 128, 64), (8, 12, 64, 128)),
+            "QLMM u8 [1,1,1024,1024]^2": qlmm((1, 1, 1024, 1024), (1, 1, 1024, 1024))}
+
+
 def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     """Issue 15's workloads (the reduction family's task kernels, kernels/tasks.py)."""
     rng = np.random.default_rng(0)
@@ -183,7 +206,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", default="", help="run the workloads whose name holds this text")
     args = p.parse_args()
-    cases = {"pool": lambda: {**_elementwise(), **_movement()}, "reduce": _reductions,
+    cases = {"pool": lambda: {**_elementwise(), **_movement(), **_compute()},
+             "reduce": _reductions,
              "stream": _elementwise,
              "tile": _transposes}[args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),

@@ -23,12 +23,13 @@ from __future__ import annotations
 import llvmlite.binding as llb
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .index import offsets4
-from .jit import helper, inline, kernel, prange
+from .jit import helper, inline
+from .tasks import HEAD, byte_array
 
 NB = 64  # columns of B per tile
 KC = 2048  # k rows per packed B tile: 256 KiB of int16; 255 * 255 * 2048 < 2^31 (exact int32)
@@ -337,10 +338,48 @@ def requantize8(typingctx, acc, acc_off, colterm, col_off, count, rowterm, facto
     return sig, codegen
 
 
-@kernel
-def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
-         span):  # pragma: no cover
-    """Output = the requantized A x B of every batch; one task per (batch, chunk of ``rows``
+# The task kernels' argument block (kernels/tasks.py, after HEAD): the addresses and byte lengths
+# of B, the three scales, the three zero points, the batch table, the geometry, then (VNNI) the
+# packed B panels and their column sums, two slots each (``tasks.store_arrays``); then the
+# lengths of A and Output, the rows and column tiles of a task, whether B is packed up front,
+# and the batch table's columns.
+ARRAYS = 11
+AN, YN, ROWS, SPAN, PREPACKED, BATCH_COLS = range(HEAD + 2 * ARRAYS, HEAD + 2 * ARRAYS + 6)
+FIELDS = 2 * ARRAYS + 6
+
+
+@inline
+def task_arrays(ap, yp, pp):  # pragma: no cover
+    """The arrays of a QLMM task from its pointers and argument block: A, B, Output, AScale,
+    BScale, OutputScale, the three zero points (bytes), the batch table, the geometry (int64),
+    the B panels (int8) and column sums (int32)."""
+    f = carray(pp, HEAD + FIELDS)
+    return (carray(ap, f[AN]), byte_array(pp, HEAD), carray(yp, f[YN]),
+            byte_array(pp, HEAD + 2), byte_array(pp, HEAD + 4), byte_array(pp, HEAD + 6),
+            byte_array(pp, HEAD + 8), byte_array(pp, HEAD + 10), byte_array(pp, HEAD + 12),
+            byte_array(pp, HEAD + 14).view(np.int64).reshape((5, f[BATCH_COLS])),
+            byte_array(pp, HEAD + 16).view(np.int64), byte_array(pp, HEAD + 18).view(np.int8),
+            byte_array(pp, HEAD + 20).view(np.int32))
+
+
+def qlmm_task(ap, yp, pp, task):  # pragma: no cover - compiled
+    """A task of the portable QLMM (``_qlmm``): A and Output as bytes."""
+    a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, _, _ = task_arrays(ap, yp, pp)
+    f = carray(pp, HEAD + FIELDS)
+    _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, f[ROWS], f[SPAN])
+
+
+def tasks_of(batch: np.ndarray, m: int, n: int, rows: int, span: int, nb: int) -> int:
+    """The task count of a QLMM launch: batches x chunks of ``rows`` x spans of ``span`` column
+    tiles of ``nb`` columns."""
+    tiles = -(-n // nb)
+    return int(np.prod(batch[B_SIZES])) * -(-m // rows) * -(-tiles // span)
+
+
+@inline
+def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
+          span):  # pragma: no cover
+    """Output = the requantized A x B of every batch; task ``task`` of (batch, chunk of ``rows``
     rows, ``span`` column tiles of NB). ``batch``: the int64 batch table (B_* rows); ``g``: the
     geometry (G_*). Every tensor is given as its bytes (uint8)."""
     size_m, size_k, size_n = g[G_M], g[G_K], g[G_N]
@@ -350,9 +389,6 @@ def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
     lo, hi = np.float64(g[G_LO]), np.float64(g[G_HI])
     ascale, bscale, oscale = floats(ascale), floats(bscale), floats(oscale)
     sizes = batch[B_SIZES]
-    batches = np.int64(1)
-    for s in sizes:
-        batches *= s
     tiles = (size_n + NB - 1) // NB
     spans = (tiles + span - 1) // span
     chunks = (size_m + rows - 1) // rows
@@ -362,75 +398,74 @@ def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
     zeros = np.zeros(span * NB, np.float64)  # no column term: zero points already subtracted
     uniform = g[G_BS] == 0 and o_sn == 1  # one factor per row, unit-stride output rows
     lda = kc + 2  # a packed A row: kc values, a zero, even
-    for task in prange(batches * chunks * spans):
-        bi = task // (chunks * spans)
-        r = task - bi * chunks * spans
-        c = r // spans
-        t0 = (r - c * spans) * span
-        t1 = min(tiles, t0 + span)
-        m0 = c * rows
-        m1 = min(size_m, m0 + rows)
-        oa, ob, oo, _ = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O], batch[B_O])
-        n0 = t0 * NB
-        width = min(size_n, t1 * NB) - n0
-        cols = (t1 - t0) * NB
-        tile = np.empty((t1 - t0) * kc * NB, np.int16)  # one region of kc x NB per tile
-        apanel = np.empty(MR * lda, np.int16)
-        block = np.empty(MR * cols, np.int32)
-        acc = np.zeros((m1 - m0) * cols if not single else 0, np.int64)
-        zb = np.empty(cols, np.int32)
-        bs = np.empty(cols, np.float64)
-        for j in range(width):
-            zb[j] = value(bzp, (n0 + j) * g[G_BZ], b_flip)
-            bs[j] = np.float64(bscale[np.uint64((n0 + j) * g[G_BS])])
-        for k0 in range(0, size_k, kc):
-            count = min(kc, size_k - k0)
-            pairs = (count + 1) // 2
-            for t in range(t1 - t0):
-                w = min(NB, width - t * NB)
-                pack_b_tile(b, ob, k0, count, n0 + t * NB, w, b_sk, b_sn, b_flip,
-                            zb[t * NB:(t + 1) * NB], tile[t * kc * NB:(t + 1) * kc * NB])
-            for r0 in range(m0, m1, MR):
-                here = min(MR, m1 - r0)
+    bi = task // (chunks * spans)
+    r = task - bi * chunks * spans
+    c = r // spans
+    t0 = (r - c * spans) * span
+    t1 = min(tiles, t0 + span)
+    m0 = c * rows
+    m1 = min(size_m, m0 + rows)
+    oa, ob, oo, _ = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O], batch[B_O])
+    n0 = t0 * NB
+    width = min(size_n, t1 * NB) - n0
+    cols = (t1 - t0) * NB
+    tile = np.empty((t1 - t0) * kc * NB, np.int16)  # one region of kc x NB per tile
+    apanel = np.empty(MR * lda, np.int16)
+    block = np.empty(MR * cols, np.int32)
+    acc = np.zeros((m1 - m0) * cols if not single else 0, np.int64)
+    zb = np.empty(cols, np.int32)
+    bs = np.empty(cols, np.float64)
+    for j in range(width):
+        zb[j] = value(bzp, (n0 + j) * g[G_BZ], b_flip)
+        bs[j] = np.float64(bscale[np.uint64((n0 + j) * g[G_BS])])
+    for k0 in range(0, size_k, kc):
+        count = min(kc, size_k - k0)
+        pairs = (count + 1) // 2
+        for t in range(t1 - t0):
+            w = min(NB, width - t * NB)
+            pack_b_tile(b, ob, k0, count, n0 + t * NB, w, b_sk, b_sn, b_flip,
+                        zb[t * NB:(t + 1) * NB], tile[t * kc * NB:(t + 1) * kc * NB])
+        for r0 in range(m0, m1, MR):
+            here = min(MR, m1 - r0)
+            for i in range(here):
+                m = r0 + i
+                za = value(azp, m * g[G_AZ], a_flip)
+                pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
+                           apanel[i * lda:(i + 1) * lda])
+            for t in range(t1 - t0):  # the rows past ``here`` give unread sums
+                for cg in range(0, min(NB, width - t * NB), NC):
+                    madd_tile(apanel, np.int64(0), np.int64(lda), tile,
+                              np.int64(t * kc * NB + 2 * cg), np.int64(pairs), block,
+                              np.int64(t * NB + cg), np.int64(cols))
+            if single:  # K in one block: requantize straight from the int32 sums
                 for i in range(here):
                     m = r0 + i
-                    za = value(azp, m * g[G_AZ], a_flip)
-                    pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
-                               apanel[i * lda:(i + 1) * lda])
-                for t in range(t1 - t0):  # the rows past ``here`` give unread sums
-                    for cg in range(0, min(NB, width - t * NB), NC):
-                        madd_tile(apanel, np.int64(0), np.int64(lda), tile,
-                                  np.int64(t * kc * NB + 2 * cg), np.int64(pairs), block,
-                                  np.int64(t * NB + cg), np.int64(cols))
-                if single:  # K in one block: requantize straight from the int32 sums
-                    for i in range(here):
-                        m = r0 + i
-                        ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp,
-                                               g[G_OZ], o_flip)
-                        out = np.uint64(oo + m * o_sm + n0 * o_sn)
-                        src = np.uint64(i * cols)
-                        vec = np.uint64(0)
-                        if uniform:
-                            f = ratio * bs[0]
-                            vec = np.uint64(width - width % RQ)
-                            requantize8(block, np.int64(src), zeros, np.int64(0), np.int64(vec),
-                                        0.0, f, z, lo, hi, y, np.int64(out),
-                                        abs(f) * max_total < 2.0 ** 30)
-                        for j in range(vec, np.uint64(width)):
-                            q = quantize(block[src + j], ratio * bs[j], z, lo, hi)
-                            y[out + j * np.uint64(o_sn)] = to_byte(q)
-                    continue
-                for i in range(here):
-                    at = np.uint64((r0 + i - m0) * cols)
+                    ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp,
+                                           g[G_OZ], o_flip)
+                    out = np.uint64(oo + m * o_sm + n0 * o_sn)
                     src = np.uint64(i * cols)
-                    for j in range(np.uint64(cols)):
-                        acc[at + j] += block[src + j]
-        if single:
-            continue
-        for m in range(m0, m1):
-            ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ], o_flip)
-            at = np.uint64((m - m0) * cols)
-            out = np.uint64(oo + m * o_sm + n0 * o_sn)
-            for j in range(np.uint64(width)):
-                q = quantize(acc[at + j], ratio * bs[j], z, lo, hi)
-                y[out + j * np.uint64(o_sn)] = to_byte(q)
+                    vec = np.uint64(0)
+                    if uniform:
+                        f = ratio * bs[0]
+                        vec = np.uint64(width - width % RQ)
+                        requantize8(block, np.int64(src), zeros, np.int64(0), np.int64(vec),
+                                    0.0, f, z, lo, hi, y, np.int64(out),
+                                    abs(f) * max_total < 2.0 ** 30)
+                    for j in range(vec, np.uint64(width)):
+                        q = quantize(block[src + j], ratio * bs[j], z, lo, hi)
+                        y[out + j * np.uint64(o_sn)] = to_byte(q)
+                continue
+            for i in range(here):
+                at = np.uint64((r0 + i - m0) * cols)
+                src = np.uint64(i * cols)
+                for j in range(np.uint64(cols)):
+                    acc[at + j] += block[src + j]
+    if single:
+        return
+    for m in range(m0, m1):
+        ratio, z = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ], o_flip)
+        at = np.uint64((m - m0) * cols)
+        out = np.uint64(oo + m * o_sm + n0 * o_sn)
+        for j in range(np.uint64(width)):
+            q = quantize(acc[at + j], ratio * bs[j], z, lo, hi)
+            y[out + j * np.uint64(o_sn)] = to_byte(q)

@@ -31,8 +31,9 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from . import pool
-from .jit import c_kernel, kernel, prange
+from .jit import c_kernel, helper, inline, kernel, prange
 from .strided import data_pointer, int64_pointer
+from .strided import u8_pointer as _bytes
 
 X, Y, W, Z, FN, TASKS = range(6)  # block slots: x, y, w and z addresses, the kernel, tasks
 HEAD = 6
@@ -101,6 +102,27 @@ def address(py_func: Any, x: str, y: str) -> int:
                          types.CPointer(types.int64), types.int64)
         c = _compiled[key] = c_kernel(sig)(py_func)
     return int(c.address)
+
+
+@helper
+def _store_arrays(block, first, arrays):  # pragma: no cover
+    for k in range(len(arrays)):
+        block[first + 2 * k] = pool.address(arrays[k])
+        block[first + 2 * k + 1] = arrays[k].size
+
+
+def store_arrays(block: np.ndarray, first: int, *arrays: np.ndarray) -> None:
+    """Put each array's data address and length in bytes into ``block[first:]``, two slots an
+    array (contiguous arrays, alive for the launch; a task reads one back with
+    ``byte_array``)."""
+    _store_arrays(block, first, tuple(a.reshape(-1).view(np.uint8) for a in arrays))
+
+
+@inline
+def byte_array(pp, slot):  # pragma: no cover
+    """In a task kernel: the bytes of the array ``store_arrays`` put at ``block[slot]``."""
+    b = carray(pp, slot + 2)
+    return carray(_bytes(b[slot]), b[slot + 1])
 
 
 def block(fields) -> np.ndarray:

@@ -24,18 +24,19 @@ from __future__ import annotations
 import llvmlite.binding as llb
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .index import offsets4
-from .jit import helper, kernel, prange
+from .jit import helper, inline, kernel, prange
 from .qgemm import (
     B_A,
     B_B,
     B_DISTINCT,
     B_O,
     B_SIZES,
+    FIELDS,
     G_A_FLIP,
     G_A_SK,
     G_A_SM,
@@ -57,17 +58,22 @@ from .qgemm import (
     G_OS,
     G_OZ,
     G_WORDS,
+    PREPACKED,
+    ROWS,
     RQ,
+    SPAN,
     _address,
     _emit_tile_loop,
     floats,
     quantize,
     requantize8,
     row_factors,
+    task_arrays,
     to_byte,
     value,
     words32,
 )
+from .tasks import HEAD
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
@@ -199,13 +205,21 @@ def pack_b(b, distinct, g, out, cols):  # pragma: no cover
         pack_b_tile(b, o, g[G_K], g[G_N], g[G_B_SK], g[G_B_SN], flip, t, out[d, t], cols[d, t])
 
 
-@kernel
-def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, prepacked, rows,
-         span):  # pragma: no cover
-    """Output = the requantized A x B of every batch. A task: one batch, ``rows`` rows of A (in
-    blocks of BLOCK_ROWS) and ``span`` column tiles. ``bp``/``cols``: the B panels and column
-    sums of ``pack_b`` when ``prepacked``, else unused (each task packs its own). Tensors are
-    bytes (uint8), as in ``qgemm.qlmm``.
+def qlmm_task(ap, yp, pp, task):  # pragma: no cover - compiled
+    """A task of the VNNI QLMM (``_qlmm``): A and Output as bytes."""
+    a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols = task_arrays(ap, yp, pp)
+    f = carray(pp, HEAD + FIELDS)
+    _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols,
+          f[PREPACKED] != 0, f[ROWS], f[SPAN])
+
+
+@inline
+def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, prepacked,
+          rows, span):  # pragma: no cover
+    """Output = the requantized A x B of every batch: task ``task``. A task: one batch, ``rows``
+    rows of A (in blocks of BLOCK_ROWS) and ``span`` column tiles. ``bp``/``cols``: the B
+    panels and column sums of ``pack_b`` when ``prepacked``, else unused (each task packs its
+    own). Tensors are bytes (uint8), as in ``qgemm._qlmm``.
 
     Exact sum over k of (a - za)(b - zb) = acc - zb'·(rowsum[m] - K·za') - za'·colsum[n], with
     the packed values a' = a + a_shift, b' = b - b_shift, za' = za + a_shift and zb' = zb -
@@ -219,9 +233,6 @@ def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, pre
     lo, hi = np.float64(g[G_LO]), np.float64(g[G_HI])
     words = g[G_WORDS] != 0
     sizes = batch[B_SIZES]
-    batches = np.int64(1)
-    for s in sizes:
-        batches *= s
     groups = (size_k + 3) // 4
     panel_bytes = groups * NR * 4
     a_panel = groups * MR * 4
@@ -236,104 +247,103 @@ def qlmm(a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, pre
     # Per-tensor zero points and B scale: the column term is the same for every row.
     uniform = g[G_AZ] == 0 and g[G_BZ] == 0 and g[G_BS] == 0
     max_total = 255.0 * 255.0 * size_k  # |sum of (a - za)(b - zb)| never exceeds it
-    for task in prange(batches * chunks * spans):
-        bi = task // (chunks * spans)
-        r = task - bi * chunks * spans
-        c = r // spans
-        t0 = (r - c * spans) * span
-        t1 = min(ntiles, t0 + span)
-        oa, ob, oo, od = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O],
-                                  batch[B_DISTINCT])
-        if prepacked:
-            panels = flat_bp
-            pbase = (od * ntiles + t0) * panel_bytes
-            sums = flat_cols
-            sbase = (od * ntiles + t0) * NR
-        else:
-            panels = np.empty((t1 - t0) * panel_bytes, np.int8)
-            sums = np.empty((t1 - t0) * NR, np.int32)
-            for t in range(t0, t1):
-                at = (t - t0) * panel_bytes
-                pack_b_tile(b, ob, size_k, size_n, g[G_B_SK], g[G_B_SN], b_flip, t,
-                            panels[at:at + panel_bytes], sums[(t - t0) * NR:(t - t0 + 1) * NR])
-            pbase = 0
-            sbase = 0
-        # Column factors of the span, in float64: -zb', BScale, the column sums, -za'·sums.
-        n0 = t0 * NR
-        width = min(size_n, t1 * NR) - n0
-        f64 = np.empty(4 * width + 2 * BLOCK_ROWS, np.float64)  # one allocation, carved
-        nzb = f64[:width]
-        bsf = f64[width:2 * width]
-        colf = f64[2 * width:3 * width]
-        colterm = f64[3 * width:4 * width]
-        ratio = f64[4 * width:4 * width + BLOCK_ROWS]
-        zo = f64[4 * width + BLOCK_ROWS:]
-        za0 = np.float64(np.int64(azp[0]) ^ a_flip)
-        for j in range(width):
-            n = n0 + j
-            nzb[j] = -np.float64(value(bzp, n * g[G_BZ], g[G_B_FLIP]) - b_shift)
-            bsf[j] = np.float64(bscale[np.uint64(n * g[G_BS])])
-            colf[j] = np.float64(sums[sbase + j])
-            colterm[j] = -za0 * colf[j]
-        m_end = min(size_m, (c + 1) * rows)
-        panel = np.empty(BLOCK_TILES * a_panel, np.uint8)
-        panel32 = panel.view(np.uint32)
-        i64 = np.empty(2 * BLOCK_ROWS, np.int64)
-        row_sums = i64[:BLOCK_ROWS]
-        za = i64[BLOCK_ROWS:]
-        block = np.empty(BLOCK_ROWS * NR, np.int32)
-        for m0 in range(c * rows, m_end, BLOCK_ROWS):
-            count = min(BLOCK_ROWS, m_end - m0)
-            tiles = (count + MR - 1) // MR
-            panel[:tiles * a_panel] = 0
-            for i in range(count):  # pack the block's rows of A (unsigned), with their sums
-                m = m0 + i
-                base = np.uint64(oa + m * a_sm)
-                total = np.int64(0)
-                tile_base = np.uint64((i // MR) * a_panel + (i % MR) * 4)
-                if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
-                    for k in range(np.uint64(size_k)):
-                        total += np.int64(a[base + k] ^ np.uint8(a_flip))
-                    w0 = base >> np.uint64(2)
-                    wt = tile_base >> np.uint64(2)
-                    for gi in range(np.uint64(size_k >> 2)):
-                        panel32[wt + gi * np.uint64(MR)] = a32[w0 + gi] ^ flip32
+    bi = task // (chunks * spans)
+    r = task - bi * chunks * spans
+    c = r // spans
+    t0 = (r - c * spans) * span
+    t1 = min(ntiles, t0 + span)
+    oa, ob, oo, od = offsets4(bi, sizes, batch[B_A], batch[B_B], batch[B_O],
+                              batch[B_DISTINCT])
+    if prepacked:
+        panels = flat_bp
+        pbase = (od * ntiles + t0) * panel_bytes
+        sums = flat_cols
+        sbase = (od * ntiles + t0) * NR
+    else:
+        panels = np.empty((t1 - t0) * panel_bytes, np.int8)
+        sums = np.empty((t1 - t0) * NR, np.int32)
+        for t in range(t0, t1):
+            at = (t - t0) * panel_bytes
+            pack_b_tile(b, ob, size_k, size_n, g[G_B_SK], g[G_B_SN], b_flip, t,
+                        panels[at:at + panel_bytes], sums[(t - t0) * NR:(t - t0 + 1) * NR])
+        pbase = 0
+        sbase = 0
+    # Column factors of the span, in float64: -zb', BScale, the column sums, -za'·sums.
+    n0 = t0 * NR
+    width = min(size_n, t1 * NR) - n0
+    f64 = np.empty(4 * width + 2 * BLOCK_ROWS, np.float64)  # one allocation, carved
+    nzb = f64[:width]
+    bsf = f64[width:2 * width]
+    colf = f64[2 * width:3 * width]
+    colterm = f64[3 * width:4 * width]
+    ratio = f64[4 * width:4 * width + BLOCK_ROWS]
+    zo = f64[4 * width + BLOCK_ROWS:]
+    za0 = np.float64(np.int64(azp[0]) ^ a_flip)
+    for j in range(width):
+        n = n0 + j
+        nzb[j] = -np.float64(value(bzp, n * g[G_BZ], g[G_B_FLIP]) - b_shift)
+        bsf[j] = np.float64(bscale[np.uint64(n * g[G_BS])])
+        colf[j] = np.float64(sums[sbase + j])
+        colterm[j] = -za0 * colf[j]
+    m_end = min(size_m, (c + 1) * rows)
+    panel = np.empty(BLOCK_TILES * a_panel, np.uint8)
+    panel32 = panel.view(np.uint32)
+    i64 = np.empty(2 * BLOCK_ROWS, np.int64)
+    row_sums = i64[:BLOCK_ROWS]
+    za = i64[BLOCK_ROWS:]
+    block = np.empty(BLOCK_ROWS * NR, np.int32)
+    for m0 in range(c * rows, m_end, BLOCK_ROWS):
+        count = min(BLOCK_ROWS, m_end - m0)
+        tiles = (count + MR - 1) // MR
+        panel[:tiles * a_panel] = 0
+        for i in range(count):  # pack the block's rows of A (unsigned), with their sums
+            m = m0 + i
+            base = np.uint64(oa + m * a_sm)
+            total = np.int64(0)
+            tile_base = np.uint64((i // MR) * a_panel + (i % MR) * 4)
+            if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
+                for k in range(np.uint64(size_k)):
+                    total += np.int64(a[base + k] ^ np.uint8(a_flip))
+                w0 = base >> np.uint64(2)
+                wt = tile_base >> np.uint64(2)
+                for gi in range(np.uint64(size_k >> 2)):
+                    panel32[wt + gi * np.uint64(MR)] = a32[w0 + gi] ^ flip32
+            else:
+                for k in range(np.uint64(size_k)):
+                    v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
+                    panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
+                          + (k & np.uint64(3))] = v
+                    total += np.int64(v)
+            row_sums[i] = total
+            ratio[i], zo[i] = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ],
+                                          g[G_O_FLIP])
+            za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
+        for t in range(t0, t1):
+            for mt in range(tiles):
+                vnni_tile(panel, np.int64(mt * a_panel), panels,
+                          np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups), block,
+                          np.int64(mt * MR * NR), np.int64(NR))
+            j0 = np.uint64((t - t0) * NR)  # unsigned indices: no wrap-around fix-up,
+            w = np.uint64(min(NR, size_n - t * NR))  # which turned these loads into gathers
+            for i in range(count):
+                out = np.uint64(oo + (m0 + i) * o_sm + t * NR * o_sn)
+                t1f = np.float64(row_sums[i] - size_k * za[i])
+                at = np.uint64(i * NR)
+                r_i, z_i = ratio[i], zo[i]
+                if uniform and o_sn == 1:  # the common case: RQ lanes, then one by one
+                    rowterm = nzb[0] * t1f
+                    f = r_i * bsf[0]
+                    vec = w - w % np.uint64(RQ)
+                    requantize8(block, np.int64(at), colterm, np.int64(j0), np.int64(vec),
+                                rowterm, f, z_i, lo, hi, y, np.int64(out),
+                                abs(f) * max_total < 2.0 ** 30)
+                    for j in range(vec, w):
+                        total = np.float64(block[at + j]) + (rowterm + colterm[j0 + j])
+                        y[out + j] = to_byte(quantize(total, f, z_i, lo, hi))
                 else:
-                    for k in range(np.uint64(size_k)):
-                        v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
-                        panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
-                              + (k & np.uint64(3))] = v
-                        total += np.int64(v)
-                row_sums[i] = total
-                ratio[i], zo[i] = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ],
-                                              g[G_O_FLIP])
-                za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
-            for t in range(t0, t1):
-                for mt in range(tiles):
-                    vnni_tile(panel, np.int64(mt * a_panel), panels,
-                              np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups), block,
-                              np.int64(mt * MR * NR), np.int64(NR))
-                j0 = np.uint64((t - t0) * NR)  # unsigned indices: no wrap-around fix-up,
-                w = np.uint64(min(NR, size_n - t * NR))  # which turned these loads into gathers
-                for i in range(count):
-                    out = np.uint64(oo + (m0 + i) * o_sm + t * NR * o_sn)
-                    t1f = np.float64(row_sums[i] - size_k * za[i])
-                    at = np.uint64(i * NR)
-                    r_i, z_i = ratio[i], zo[i]
-                    if uniform and o_sn == 1:  # the common case: RQ lanes, then one by one
-                        rowterm = nzb[0] * t1f
-                        f = r_i * bsf[0]
-                        vec = w - w % np.uint64(RQ)
-                        requantize8(block, np.int64(at), colterm, np.int64(j0), np.int64(vec),
-                                    rowterm, f, z_i, lo, hi, y, np.int64(out),
-                                    abs(f) * max_total < 2.0 ** 30)
-                        for j in range(vec, w):
-                            total = np.float64(block[at + j]) + (rowterm + colterm[j0 + j])
-                            y[out + j] = to_byte(quantize(total, f, z_i, lo, hi))
-                    else:
-                        nza = -np.float64(za[i])
-                        for j in range(w):
-                            total = np.float64(block[at + j]) + (nzb[j0 + j] * t1f
-                                                                 + nza * colf[j0 + j])
-                            y[out + j * np.uint64(o_sn)] = to_byte(
-                                quantize(total, r_i * bsf[j0 + j], z_i, lo, hi))
+                    nza = -np.float64(za[i])
+                    for j in range(w):
+                        total = np.float64(block[at + j]) + (nzb[j0 + j] * t1f
+                                                             + nza * colf[j0 + j])
+                        y[out + j * np.uint64(o_sn)] = to_byte(
+                            quantize(total, r_i * bsf[j0 + j], z_i, lo, hi))

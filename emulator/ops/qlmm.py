@@ -267,23 +267,32 @@ class QLMMPlan:
             reserved: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Execute; ``reserved``: what ``reserve`` returned for this dispatch, if taken before."""
         # Every tensor goes to the kernels as its bytes: typed views are made there, for free.
+        # Both paths are task kernels (kernels/tasks.py) on the worker pool.
+        from ..kernels import tasks
+
         qgemm, vnni, threads = _kernels()
         present = self.present
-        args = (regions["ATensor"], regions["BTensor"], regions["OutputTensor"],
-                regions["AScaleTensor"], regions["BScaleTensor"], regions["OutputScaleTensor"],
-                regions["AZeroPointTensor"] if "AZeroPointTensor" in present else _ZERO,
-                regions["BZeroPointTensor"] if "BZeroPointTensor" in present else _ZERO,
-                regions["OutputZeroPointTensor"] if "OutputZeroPointTensor" in present else _ZERO,
-                self.batch, self.geometry)
         how = self.strategy(threads())
         if how[0] == "portable":
-            qgemm.qlmm(*args, *how[1:])
-            return
-        _, prepack, rows, span = how
-        bp, cols = reserved if reserved is not None else self.reserve()  # before any write
-        if prepack:
-            vnni.pack_b(regions["BTensor"], self.distinct, self.geometry, bp, cols)
-        vnni.qlmm(*args, bp, cols, prepack, rows, span)
+            prepack, (rows, span) = False, how[1:]
+            bp, cols = _NO_PANELS
+            fn, nb = tasks.address(qgemm.qlmm_task, "uint8", "uint8"), qgemm.NB
+        else:
+            _, prepack, rows, span = how
+            bp, cols = reserved if reserved is not None else self.reserve()  # before any write
+            if prepack:
+                vnni.pack_b(regions["BTensor"], self.distinct, self.geometry, bp, cols)
+            fn, nb = tasks.address(vnni.qlmm_task, "uint8", "uint8"), vnni.NR
+        a, y = regions["ATensor"], regions["OutputTensor"]
+        blk = np.zeros(tasks.HEAD + qgemm.FIELDS, np.int64)
+        tasks.store_arrays(
+            blk, tasks.HEAD, regions["BTensor"], regions["AScaleTensor"],
+            regions["BScaleTensor"], regions["OutputScaleTensor"],
+            *(regions[n] if n in present else _ZERO for n in ZERO_POINTS), self.batch,
+            self.geometry, bp, cols)
+        blk[[qgemm.AN, qgemm.YN, qgemm.ROWS, qgemm.SPAN, qgemm.PREPACKED, qgemm.BATCH_COLS]] = \
+            a.size, y.size, rows, span, prepack, self.batch.shape[1]
+        tasks.run(fn, blk, qgemm.tasks_of(self.batch, self.m, self.n, rows, span, nb), a, y)
 
 
 _KERNELS: tuple = ()
