@@ -29,7 +29,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .index import offsets4
-from .jit import helper, inline, kernel, prange
+from .jit import helper, inline
 from .qgemm import (
     B_A,
     B_B,
@@ -73,7 +73,7 @@ from .qgemm import (
     value,
     words32,
 )
-from .tasks import HEAD
+from .tasks import HEAD, address, byte_array, run, store_arrays
 
 HAS_VNNI = "+avx512vnni" in llb.get_host_cpu_features().flatten().split(",")
 MR = 6  # rows of A per tile
@@ -191,18 +191,37 @@ def pack_b_tile(b, o, K, N, sk, sn, flip, t, panel, sums):  # pragma: no cover
         sums[j] = total
 
 
-@kernel
-def pack_b(b, distinct, g, out, cols):  # pragma: no cover
+# pack_b_task's argument block (after HEAD): the distinct table, the geometry and the column
+# sums (``tasks.store_arrays``), then the lengths of B and of the panels, the distinct table's
+# columns, the column tiles of a B and the bytes of a panel.
+P_BN, P_ON, P_DCOLS, P_TILES, P_PANEL = range(HEAD + 6, HEAD + 11)
+
+
+def pack_b_task(bp, op, pp, task):  # pragma: no cover - compiled
+    """Column tile ``task % tiles`` of distinct B ``task // tiles`` (``pack_b_tile``)."""
+    f = carray(pp, HEAD + 11)
+    b, out = carray(bp, f[P_BN]), carray(op, f[P_ON])
+    distinct = byte_array(pp, HEAD).view(np.int64).reshape((2, f[P_DCOLS]))
+    g = byte_array(pp, HEAD + 2).view(np.int64)
+    cols = byte_array(pp, HEAD + 4).view(np.int32)
+    ntiles, panel = f[P_TILES], f[P_PANEL]
+    d = task // ntiles
+    t = task - d * ntiles
+    o, _, _, _ = offsets4(d, distinct[0], distinct[1], distinct[1], distinct[1], distinct[1])
+    pack_b_tile(b, o, g[G_K], g[G_N], g[G_B_SK], g[G_B_SN], 128 - g[G_B_FLIP], t,
+                out[task * panel:(task + 1) * panel], cols[task * NR:(task + 1) * NR])
+
+
+def pack_b(b: np.ndarray, distinct: np.ndarray, g: np.ndarray, out: np.ndarray,
+           cols: np.ndarray) -> None:
     """Pack every column tile of every distinct B (see ``pack_b_tile``): out[d, t] and
-    cols[d, t]. ``distinct``: the sizes and B strides of the batch dimensions along which B is
-    not broadcast."""
-    ntiles = out.shape[1]
-    flip = 128 - g[G_B_FLIP]
-    for task in prange(out.shape[0] * ntiles):
-        d = task // ntiles
-        t = task - d * ntiles
-        o, _, _, _ = offsets4(d, distinct[0], distinct[1], distinct[1], distinct[1], distinct[1])
-        pack_b_tile(b, o, g[G_K], g[G_N], g[G_B_SK], g[G_B_SN], flip, t, out[d, t], cols[d, t])
+    cols[d, t], a task each on the worker pool. ``distinct``: the sizes and B strides of the
+    batch dimensions along which B is not broadcast."""
+    blk = np.zeros(HEAD + 11, np.int64)
+    store_arrays(blk, HEAD, distinct, g, cols)
+    blk[[P_BN, P_ON, P_DCOLS, P_TILES, P_PANEL]] = (b.size, out.size, distinct.shape[1],
+                                                    out.shape[1], out.shape[2])
+    run(address(pack_b_task, "uint8", "int8"), blk, out.shape[0] * out.shape[1], b, out)
 
 
 def qlmm_task(ap, yp, pp, task):  # pragma: no cover - compiled
