@@ -84,6 +84,9 @@ def _add(typingctx, arr, idx, val):  # pragma: no cover - code generation
     return types.int64(arr, idx, val), codegen
 
 
+fetch_add = _add  # (array, slot, value) -> the slot's value before the atomic add
+
+
 @intrinsic
 def _pause(typingctx):  # pragma: no cover - code generation
     def codegen(context, builder, sig, args):

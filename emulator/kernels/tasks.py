@@ -35,8 +35,9 @@ from .jit import c_kernel, helper, inline, kernel, prange
 from .strided import data_pointer, int64_pointer
 from .strided import u8_pointer as _bytes
 
-X, Y, W, Z, FN, TASKS = range(6)  # block slots: x, y, w and z addresses, the kernel, tasks
-HEAD = 6
+# Block slots: x, y, w and z addresses, the kernel, the task count, the next unclaimed task.
+X, Y, W, Z, FN, TASKS, NEXT = range(7)
+HEAD = 7
 MIN_WORK = 16384  # elements a thread should have: smaller launches use fewer (waking one costs
 # ~5 us; kernels/strided.py's MIN_PART)
 
@@ -73,6 +74,17 @@ def _part(block, part, parts):  # pragma: no cover - compiled
     n = b[TASKS]
     for task in range(n * part // parts, n * (part + 1) // parts):
         _call(b[FN], b[X], b[Y], block, task)
+
+
+def _claim(block, part, parts):  # pragma: no cover - compiled
+    """The pool's job for launches that claim: each thread takes the next unclaimed task until
+    none is left (an atomic counter in the block)."""
+    b = carray(int64_pointer(block), HEAD)
+    n = b[TASKS]
+    task = pool.fetch_add(b, NEXT, 1)
+    while task < n:
+        _call(b[FN], b[X], b[Y], block, task)
+        task = pool.fetch_add(b, NEXT, 1)
 
 
 @kernel
@@ -133,20 +145,24 @@ def block(fields) -> np.ndarray:
 
 
 def run(fn: int, block: np.ndarray, tasks: int, x: np.ndarray, y: np.ndarray,
-        w: np.ndarray | None = None, z: np.ndarray | None = None, work: int | None = None) -> None:
+        w: np.ndarray | None = None, z: np.ndarray | None = None, work: int | None = None,
+        claim: bool = False) -> None:
     """Tasks 0 .. tasks - 1 of the task kernel at address ``fn`` over the arrays x and y (any
     contiguous 1-D arrays; w and z, if given, arrive as the block's W and Z addresses). ``work``
-    (elements): at most one thread per MIN_WORK of them."""
+    (elements): at most one thread per MIN_WORK of them. ``claim``: on the pool, threads claim
+    tasks one at a time instead of each running a fixed range (for long, compute-bound tasks, a
+    few per thread: a core the machine slows down then holds up no more than its own task)."""
     if tasks <= 0:
         return
     block[FN] = fn
     block[TASKS] = tasks
+    block[NEXT] = 0
     xb = x.reshape(-1).view(np.uint8)
     yb = y.reshape(-1).view(np.uint8)
     wb = xb if w is None else w.reshape(-1).view(np.uint8)
     zb = yb if z is None else z.reshape(-1).view(np.uint8)
     if pool.available():
         parts = tasks if work is None else max(1, min(tasks, work // MIN_WORK))
-        pool.run(pool.job(_part), block, parts, xb, yb, wb, zb)
+        pool.run(pool.job(_claim if claim else _part), block, parts, xb, yb, wb, zb)
     else:
         drive(xb, yb, wb, zb, block)
