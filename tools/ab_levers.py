@@ -4,6 +4,7 @@ with only the lever switched, so that a noisy machine's drift falls on both side
 
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py pool     # own worker pool vs Numba's prange
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py reduce   # the same, for the reductions
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py claim    # QLMM tasks claimed vs fixed ranges
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.harness import Prepared
 from descriptors import *
 from emulator.kernels import pool, strided
+from emulator.ops import qlmm
 
 F32 = DML_TENSOR_DATA_TYPE_FLOAT32
 
@@ -201,16 +203,17 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("lever", choices=["pool", "reduce", "stream", "tile"])
+    p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", default="", help="run the workloads whose name holds this text")
     args = p.parse_args()
     cases = {"pool": lambda: {**_elementwise(), **_movement(), **_compute()},
-             "reduce": _reductions,
+             "reduce": _reductions, "claim": _compute,
              "stream": _elementwise,
              "tile": _transposes}[args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
+               "claim": ("claimed", "ranges"),
                "stream": ("streamed", "cached"),
                "tile": ("tiled", "rows")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
@@ -226,6 +229,8 @@ def main() -> int:
                    tiling: int = tiling) -> None:
             if args.lever in ("pool", "reduce"):
                 pool.ENABLED = value
+            elif args.lever == "claim":
+                qlmm.CLAIM = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:
