@@ -57,8 +57,8 @@ FIELDS = 18
 # threads: FLOAT32 streamed 3.99 / 21.5 and 4.19 / 21.2, cached 5.00 / 23.9 and 3.82 / 23.8;
 # FLOAT16 streamed 3.05 / 16.8 and 2.70 / 14.7, cached 2.66 / 15.1 and 2.28 / 14.3 (so FLOAT16
 # is not streamed); one group a task instead of blocks, cached: 5.22 / 24.6 (FLOAT32) and
-# 2.76 / 15.8 (FLOAT16). The normalization rows' affine pass (reduction/norms.py) has the same
-# threshold.
+# 2.76 / 15.8 (FLOAT16). (The batch-normalization family's affine pass does not stream:
+# reduction/norms.py.)
 STREAM_BYTES = 64 << 20
 STREAM_ROW = 256
 TASK_ELEMENTS = 1 << 16

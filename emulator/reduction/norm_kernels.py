@@ -25,9 +25,8 @@ same way. The computations:
       y = act(((x1 - m1)*a1)*c + b + (x2 - m2)*a2)     (otherwise; without x2 the term is absent)
 
   in float64, the fused activation on the float64 value (the shared activation kernel,
-  ``strided.activation_address``), one rounding at the store. A piece is at most
-  ``norms.CHUNK`` elements of one row of the innermost dimension, a task one piece or (a large
-  output with contiguous rows, written with non-temporal stores) several; a row whose parameters are
+  ``strided.activation_address``), one rounding at the store. A task is a piece of at most
+  ``norms.CHUNK`` elements of one row of the innermost dimension; a row whose parameters are
   constant (the per-channel case) without x2, contiguous, with no activation or RELU, runs one
   loop with the parameters in registers (the memory-bound BATCH_NORMALIZATION inference pass);
   everything else goes through a float64 buffer (parameters constant along the row still held
@@ -59,7 +58,6 @@ from ..kernels.activation import IDENTITY, RELU
 from ..kernels.floats import load64, store
 from ..kernels.index import offsets4
 from ..kernels.jit import helper, inline, reduction
-from ..kernels.stream import store_fence, stream_copy
 from ..kernels.strided import call_activation, pointer_like, typed_pointer
 from ..kernels.tasks import HEAD, address, block, run
 
@@ -130,20 +128,7 @@ def task_address(which: int, storage: str) -> int:
 @inline
 def _affine_task(t, x1, x2, y, a, ints, reals, table):  # pragma: no cover
     """ints: pieces per row, has_x2, inside, activation kind, piece length, the activation
-    kernel's address, pieces per task, all pieces, stream; reals: p0, p1. With ``stream`` the
-    output's rows are contiguous: each piece is computed into a buffer and written with
-    non-temporal stores, the task's pieces fenced once."""
-    stream = ints[8] != 0
-    out = np.empty(ints[4] if stream else 1, y.dtype)
-    for u in range(t * ints[6], min(ints[7], (t + 1) * ints[6])):
-        _affine_piece(u, x1, x2, y, a, ints, reals, table, stream, out)
-    if stream:
-        store_fence()
-
-
-@inline
-def _affine_piece(t, x1, x2, y, a, ints, reals, table, stream, out):  # pragma: no cover
-    """Piece ``t`` (a row's t-th piece of at most ``ints[4]`` elements)."""
+    kernel's address; reals: p0, p1."""
     last = a.shape[1] - 1
     pieces = ints[0]
     chunk = ints[4]
@@ -160,10 +145,6 @@ def _affine_piece(t, x1, x2, y, a, ints, reals, table, stream, out):  # pragma: 
     b2 = np.uint64(o2 + j0 * a[2, last])
     by = np.uint64(oy + j0 * a[3, last])
     bp = np.uint64(op + j0 * a[4, last])
-    if stream:  # (iy == 1: the plan's rule)
-        dst, db = out, np.uint64(0)
-    else:
-        dst, db = y, by
     if ip == 0 and not has_x2 and i1 == 1 and iy == 1 and kind in (IDENTITY, RELU):
         m1 = table[bp, 0]
         a1 = table[bp, 1]
@@ -173,12 +154,10 @@ def _affine_piece(t, x1, x2, y, a, ints, reals, table, stream, out):  # pragma: 
             for j in range(n):
                 v = ((load64(x1, b1 + j) - m1) * a1) * c + b
                 v = v if v > 0.0 else 0.0  # D3D's max(0, v): +0 for NaN and -0
-                store(dst, db + j, v)
+                store(y, by + j, v)
         else:
             for j in range(n):
-                store(dst, db + j, ((load64(x1, b1 + j) - m1) * a1) * c + b)
-        if stream:
-            stream_copy(y, by, out, np.uint64(0), n)
+                store(y, by + j, ((load64(x1, b1 + j) - m1) * a1) * c + b)
         return
     buf = np.empty(n, np.float64)
     if ip == 0:  # the parameters constant along the row: in registers
@@ -210,13 +189,8 @@ def _affine_piece(t, x1, x2, y, a, ints, reals, table, stream, out):  # pragma: 
             buf[j] = v
     if kind != IDENTITY:
         call_activation(ints[5], buf, np.int64(n), kind, reals[0], reals[1])
-    if stream:
-        for j in range(n):
-            store(out, j, buf[j])
-        stream_copy(y, by, out, np.uint64(0), n)
-    else:
-        for j in range(n):
-            store(y, by + j * iy, buf[j])
+    for j in range(n):
+        store(y, by + j * iy, buf[j])
 
 
 # --- moments --------------------------------------------------------------------------------

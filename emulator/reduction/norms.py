@@ -77,16 +77,11 @@ OP = DML_OPERATOR_TYPE
 FLOATS = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16)
 IDENTITY = 0  # activation kinds (emulator.activations)
 AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # the computations of norm_kernels
-CHUNK = 16384  # the most elements of one affine piece
-# An affine output of STREAM_BYTES or more whose rows (of at least STREAM_ROW elements) are
-# contiguous is written with non-temporal stores; a task then holds about TASK_ELEMENTS
-# elements (its one store fence is cheap), leaving at least 256 tasks. The threshold is MVN's
-# (kernels/normalization.py): an output the caches cannot hold. Below it, stores stay cached:
-# BATCH_NORMALIZATION f32 [32, 64, 56, 56] (25.7 MB out) on the 16-core Xeon, ms at 16 / 2
-# threads: streamed 0.71 / 2.32, cached 0.60 / 1.83 (a piece a task; blocks of 8: 0.66 / 1.55).
-STREAM_BYTES = 64 << 20
-STREAM_ROW = 256
-TASK_ELEMENTS = 1 << 16
+CHUNK = 16384  # the most elements of one affine task
+# The affine pass's stores stay cached (MVN streams its large FLOAT32 outputs): on the 16-core
+# Xeon, BATCH_NORMALIZATION f32 [32, 64, 56, 56] (25.7 MB out), ms at 16 / 2 threads, streamed
+# 0.71 / 2.32 against 0.60 / 1.83 cached; with nothing measured in its favour, the streamed
+# variant was taken out again (it cost ~1 s of first compile).
 MOMENT_BLOCK = 32768  # reduced elements per moments task (fixed: results independent of threads)
 LRN_BLOCK = 64  # columns per CrossChannel LRN task
 LP_BLOCK = 256  # lines per column-mode LP_NORMALIZATION task
@@ -181,23 +176,16 @@ class Affine:
 
     element_size: int
     dims: np.ndarray  # collapsed sizes, strides of x1, x2, y and the table
-    pieces: int  # per row
-    count: int  # all pieces
-    per_task: int  # pieces per task
-    stream: bool
+    pieces: int
+    count: int
 
     @classmethod
     def build(cls, x1: Tensor, x2: Tensor | None, y: Tensor, p_sizes: Sequence[int]) -> Affine:
         s2 = x2.strides if x2 is not None else [0] * len(x1.sizes)
         dims = _rows([int64s(a) for a in collapse(x1.sizes, x1.strides, s2, y.strides,
                                                   _param_strides(p_sizes))])
-        row = int(dims[0, -1])
-        pieces = -(-row // CHUNK)
-        count = int(np.prod(dims[0, :-1])) * pieces
-        stream = (int(np.prod(dims[0])) * y.element_size >= STREAM_BYTES
-                  and int(dims[3, -1]) == 1 and row >= STREAM_ROW)
-        per_task = max(1, min(TASK_ELEMENTS // min(row, CHUNK), count // 256)) if stream else 1
-        return cls(x1.element_size, dims, pieces, count, per_task, stream)
+        pieces = -(-int(dims[0, -1]) // CHUNK)
+        return cls(x1.element_size, dims, pieces, int(np.prod(dims[0, :-1])) * pieces)
 
     def run(self, x1: np.ndarray, x2: np.ndarray | None, y: np.ndarray, table: np.ndarray,
             inside: bool, v: SimpleNamespace) -> None:
@@ -207,9 +195,8 @@ class Affine:
             from ..kernels.strided import activation_address  # (Numba: on first use)
 
             activation = activation_address()
-        _launch(AFFINE, -(-self.count // self.per_task), self.element_size, x1, x2, y,
-                self.dims, ints=(self.pieces, x2 is not None, inside, kind, CHUNK, activation,
-                                 self.per_task, self.count, self.stream),
+        _launch(AFFINE, self.count, self.element_size, x1, x2, y, self.dims,
+                ints=(self.pieces, x2 is not None, inside, kind, CHUNK, activation),
                 reals=(p0, p1), table=table)
 
 
