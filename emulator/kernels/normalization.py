@@ -1,20 +1,20 @@
 """Mean-variance normalization (MVN2, MVN1, MVN) with a fused activation epilogue.
 
-One task per group (every coordinate outside the normalized axes). Statistics are float64: the
-group is shifted by its first element (so a large common offset cancels before squaring) and
-summed row by row with reassociation allowed (``jit.reduction``), which vectorises; one thread
-sums a whole group, so the bytes do not depend on the thread count. Normalization runs in
-float32 with the mean split into a float32 pair (hi + lo), so ``x - mean`` stays exact for
-inputs far from zero:
+A group is every coordinate outside the normalized axes; a task holds whole groups. Statistics
+are float64: the group is shifted by its first element (so a large common offset cancels before
+squaring) and summed row by row with reassociation allowed (``jit.reduction``), which
+vectorises; one thread sums a whole group, so the bytes do not depend on the thread count.
+Normalization runs in float32 with the mean split into a float32 pair (hi + lo), so
+``x - mean`` stays exact for inputs far from zero:
 
     y = ((x - mean_hi) - mean_lo) * (inv_std * scale) + bias,   then the activation, then store.
 
 Axis dimensions arrive collapsed; the last one is the inner loop, processed in blocks.
 
-``mvn_task`` is a task kernel (``kernels/tasks.py``: on the worker pool, one task per group), x
-and y the storage type (float32, or uint16 bits for FLOAT16), Scale and Bias (the same type)
-the launch's w and z; its argument block (``mvn_block``) holds the scalars and the collapsed
-sizes and strides.
+``mvn_task`` is a task kernel (``kernels/tasks.py``: on the worker pool, a task per block of
+groups), x and y the storage type (float32, or uint16 bits for FLOAT16), Scale and Bias (the
+same type) the launch's w and z; its argument block (``mvn_block``) holds the scalars and the
+collapsed sizes and strides.
 
 ``use_mean`` False (MVN2 without UseMean): the mean is 0, so nothing is shifted or subtracted
 and the variance is the mean of the squares (the RMS normalization); with neither the mean nor
