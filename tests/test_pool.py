@@ -13,7 +13,7 @@ import pytest
 
 from descriptors import *
 from emulator import DMLCreateDevice1
-from emulator.kernels import pool, strided, vnni
+from emulator.kernels import pool, qgemm, strided, vnni
 from emulator.kernels.strided import int64_pointer
 from emulator.ops import qlmm
 from emulator.pythonic import run
@@ -221,10 +221,11 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore, monk
     for enabled in (False, True, None):
         pool.ENABLED = enabled
         results.append([o.copy() for o in dev.execute(op, inputs)])
-    if name.startswith("QLMM"):  # the other path (VNNI where the CPU lacks it, or portable)
-        monkeypatch.setattr(qlmm, "USE_VNNI", not vnni.HAS_VNNI)
-        for enabled in (False, True):
+    if name.startswith("QLMM"):  # the other path (VNNI where the CPU lacks it, or portable),
+        monkeypatch.setattr(qlmm, "USE_VNNI", not vnni.HAS_VNNI)  # tasks claimed or in ranges
+        for enabled, claim in ((False, True), (True, True), (True, False)):
             pool.ENABLED = enabled
+            monkeypatch.setattr(qgemm, "CLAIM", claim)
             results.append([o.copy() for o in dev.execute(op, inputs)])
         a32, b32 = (inputs[k].astype(np.int64) for k in (0, 3))
         acc = (a32 - 3) @ (b32 - np.arange(72))

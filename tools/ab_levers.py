@@ -34,8 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Prepared
 from descriptors import *
-from emulator.kernels import pool, strided
-from emulator.ops import qlmm
+from emulator.kernels import pool, qgemm, strided
 
 F32 = DML_TENSOR_DATA_TYPE_FLOAT32
 
@@ -230,7 +229,7 @@ def main() -> int:
             if args.lever in ("pool", "reduce"):
                 pool.ENABLED = value
             elif args.lever == "claim":
-                qlmm.CLAIM = value
+                qgemm.CLAIM = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:

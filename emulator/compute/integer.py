@@ -305,24 +305,26 @@ class KernelProduct:
             ) -> None:
         """Every array as its bytes (uint8, 1-D); an absent zero point None; ``panels``: what
         ``reserve`` returned, if taken before."""
+        from ..kernels import qgemm, tasks, vnni
         from . import int_kernels
 
-        za = _ZERO if azp is None else azp
-        zb = _ZERO if bzp is None else bzp
+        zero_points = (_ZERO if azp is None else azp, _ZERO if bzp is None else bzp, _ZERO)
         plan = self.qlmm
         how = self.how()
         if how[0] == "portable":
-            int_kernels.isums(a, b, y, za, zb, plan.batch, plan.geometry, *how[1:])
-            return
-        _, prepack, rows, span = how
-        if panels is None or (prepack and panels[0].size == 0):
-            panels = self.reserve()
-        if prepack:
-            from ..kernels import vnni
-
-            vnni.pack_b(b, plan.distinct, plan.geometry, *panels)
-        int_kernels.isums_vnni(a, b, y, za, zb, plan.batch, plan.geometry, *panels, prepack,
-                               rows, span)
+            prepack, (rows, span) = False, how[1:]
+            panels = _NO_PANELS
+            fn, nb = tasks.address(int_kernels.isums_task, "uint8", "uint8"), qgemm.NB
+        else:
+            _, prepack, rows, span = how
+            if panels is None or (prepack and panels[0].size == 0):
+                panels = self.reserve()
+            if prepack:
+                vnni.pack_b(b, plan.distinct, plan.geometry, *panels)
+            fn, nb = tasks.address(int_kernels.isums_vnni_task, "uint8", "uint8"), vnni.NR
+        bp, cols = panels
+        qgemm.launch(fn, nb, a, b, y, (_ZERO,) * 3, zero_points, plan.batch, plan.geometry, bp,
+                     cols, rows, span, prepack)
 
 
 def _bytes(x: np.ndarray) -> np.ndarray:

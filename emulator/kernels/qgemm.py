@@ -29,7 +29,7 @@ from numba.extending import intrinsic
 
 from .index import offsets4
 from .jit import helper, inline
-from .tasks import HEAD, byte_array
+from .tasks import HEAD, byte_array, run, store_arrays
 
 NB = 64  # columns of B per tile
 KC = 2048  # k rows per packed B tile: 256 KiB of int16; 255 * 255 * 2048 < 2^31 (exact int32)
@@ -369,11 +369,24 @@ def qlmm_task(ap, yp, pp, task):  # pragma: no cover - compiled
     _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, f[ROWS], f[SPAN])
 
 
-def tasks_of(batch: np.ndarray, m: int, n: int, rows: int, span: int, nb: int) -> int:
-    """The task count of a QLMM launch: batches x chunks of ``rows`` x spans of ``span`` column
-    tiles of ``nb`` columns."""
-    tiles = -(-n // nb)
-    return int(np.prod(batch[B_SIZES])) * -(-m // rows) * -(-tiles // span)
+def launch(fn: int, nb: int, a: np.ndarray, b: np.ndarray, y: np.ndarray,
+           scales: tuple[np.ndarray, ...], zero_points: tuple[np.ndarray, ...],
+           batch: np.ndarray, g: np.ndarray, bp: np.ndarray, cols: np.ndarray, rows: int,
+           span: int, prepacked: bool) -> None:
+    """Run the QLMM-shaped task kernel at ``fn`` (``qlmm_task``, ``vnni.qlmm_task`` or the
+    integer rows' ``int_kernels`` tasks) over every (batch, chunk of ``rows`` rows, ``span``
+    column tiles of ``nb`` columns), the tasks claimed one at a time: few and long, a slowed
+    core holds up only its own. Tensors as bytes; three scales and three zero points."""
+    blk = np.zeros(HEAD + FIELDS, np.int64)
+    store_arrays(blk, HEAD, b, *scales, *zero_points, batch, g, bp, cols)
+    blk[[AN, YN, ROWS, SPAN, PREPACKED, BATCH_COLS]] = (a.size, y.size, rows, span, prepacked,
+                                                        batch.shape[1])
+    tiles = -(-int(g[G_N]) // nb)
+    count = int(np.prod(batch[B_SIZES])) * -(-int(g[G_M]) // rows) * -(-tiles // span)
+    run(fn, blk, count, a, y, claim=CLAIM)
+
+
+CLAIM = True  # threads claim tasks one at a time (kernels/tasks.py ``run``); tests switch it
 
 
 @inline

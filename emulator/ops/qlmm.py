@@ -102,7 +102,6 @@ FUSED_BLOCKS = 4  # up to this many row blocks of one batch in a task, B is pack
 PORTABLE_ROWS = 256  # rows of one portable task at most
 PORTABLE_PANEL = 1 << 20  # bytes of packed B (and of int64 sums) one portable task holds
 TASKS_PER_THREAD = 3  # enough tasks that uneven ones still balance
-CLAIM = True  # threads claim tasks one at a time (kernels/tasks.py ``run``)
 _ZERO = np.zeros(1, np.uint8)  # an absent zero point: 0, read with step 0
 _NO_PANELS = (np.empty((0, 0, 0), np.int8), np.empty((0, 0, 0), np.int32))
 
@@ -284,17 +283,10 @@ class QLMMPlan:
             if prepack:
                 vnni.pack_b(regions["BTensor"], self.distinct, self.geometry, bp, cols)
             fn, nb = tasks.address(vnni.qlmm_task, "uint8", "uint8"), vnni.NR
-        a, y = regions["ATensor"], regions["OutputTensor"]
-        blk = np.zeros(tasks.HEAD + qgemm.FIELDS, np.int64)
-        tasks.store_arrays(
-            blk, tasks.HEAD, regions["BTensor"], regions["AScaleTensor"],
-            regions["BScaleTensor"], regions["OutputScaleTensor"],
-            *(regions[n] if n in present else _ZERO for n in ZERO_POINTS), self.batch,
-            self.geometry, bp, cols)
-        blk[[qgemm.AN, qgemm.YN, qgemm.ROWS, qgemm.SPAN, qgemm.PREPACKED, qgemm.BATCH_COLS]] = \
-            a.size, y.size, rows, span, prepack, self.batch.shape[1]
-        tasks.run(fn, blk, qgemm.tasks_of(self.batch, self.m, self.n, rows, span, nb), a, y,
-                  claim=CLAIM)
+        qgemm.launch(fn, nb, regions["ATensor"], regions["BTensor"], regions["OutputTensor"],
+                     tuple(regions[n] for n in SCALES),
+                     tuple(regions[n] if n in present else _ZERO for n in ZERO_POINTS),
+                     self.batch, self.geometry, bp, cols, rows, span, prepack)
 
 
 _KERNELS: tuple = ()
