@@ -19,9 +19,10 @@ matrix-multiply core, the convolutions as im2col feeding it.
 **The core**, two exact paths with the same results:
 
 - *8-bit operands* (every operator's A/B or Input/Filter except the wider MMITF types):
-  ``int_kernels.isums``, QLMM's portable int16 pair-dot-product tiles (``kernels/qgemm.py``), or
-  ``int_kernels.isums_vnni``, its AVX512-VNNI tiles (``kernels/vnni.py``; where the CPU has them
-  and K <= 65536, or ``USE_VNNI``), storing INT32 sums, their geometry and task split from
+  ``int_kernels.isums_task``, QLMM's portable int16 pair-dot-product tiles
+  (``kernels/qgemm.py``), or ``int_kernels.isums_vnni_task``, its AVX512-VNNI tiles
+  (``kernels/vnni.py``; where the CPU has them and K <= 65536, or ``USE_VNNI``), storing INT32
+  sums, their geometry and task split from
   ``ops/qlmm.QLMMPlan`` (``KernelProduct``); it writes
   MATRIX_MULTIPLY_INTEGER's output in place (any strides) and CONVOLUTION_INTEGER's where the
   output's spatial dimensions are one strided run, else a dense INT32 scratch that NumPy copies
@@ -257,9 +258,9 @@ def _step(t: Any) -> int:
 
 @dataclass(frozen=True, eq=False)
 class KernelProduct:
-    """``int_kernels.isums`` (or ``isums_vnni``) over A {batch.., M, K} x B {batch.., K, N} ->
-    INT32 {batch.., M, N} (QLMM's geometry and task split, ``QLMMPlan``), zero points with
-    element steps along M and N."""
+    """``int_kernels.isums_task`` (or ``isums_vnni_task``) over A {batch.., M, K} x
+    B {batch.., K, N} -> INT32 {batch.., M, N} (QLMM's geometry and task split, ``QLMMPlan``),
+    zero points with element steps along M and N."""
 
     qlmm: QLMMPlan
     operator: str
