@@ -197,6 +197,14 @@ def _ops():
              z.reshape(1, 1, 1, 1), b.reshape(-1)[:4 * 3 * 64 * 72].reshape(4, 3, 64, 72),
              one.reshape(1, 1, 1, 1) * 0.03, np.arange(72, dtype=np.uint8).reshape(1, 1, 1, 72),
              one.reshape(1, 1, 1, 1) * 0.5, z.reshape(1, 1, 1, 1)]),
+        # Batched GEMM: independent single-threaded sgemm calls as claimed tasks
+        # (compute/kernels.gemm_task), where the batch is at least four calls a thread.
+        "GEMM f32 batched": (DML_OPERATOR_DESC(Desc=DML_GEMM_OPERATOR_DESC(
+            ATensor=desc(F32, (4, 16, 24, 40)), BTensor=desc(F32, (4, 16, 40, 8)), CTensor=None,
+            OutputTensor=desc(F32, (4, 16, 24, 8)), TransA=DML_MATRIX_TRANSFORM_NONE,
+            TransB=DML_MATRIX_TRANSFORM_NONE, Alpha=1.0, Beta=0.0)),
+            [x.reshape(-1)[:4 * 16 * 24 * 40].reshape(4, 16, 24, 40),
+             x.reshape(-1)[-4 * 16 * 40 * 8:].reshape(4, 16, 40, 8), None]),
         "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
             OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),
@@ -260,6 +268,8 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore, monk
     if name.startswith("LP_NORMALIZATION"):
         want = inputs[0] / np.sqrt((inputs[0].astype(np.float64) ** 2).sum(axis=0) + 1e-5)
         np.testing.assert_allclose(results[1][0], want, rtol=1e-6)
+    if name.startswith("GEMM"):
+        np.testing.assert_allclose(results[1][0], inputs[0] @ inputs[1], rtol=1e-4, atol=1e-4)
     if name.startswith("SLICE1"):
         np.testing.assert_array_equal(results[1][0], inputs[0][:, ::-2])
 

@@ -119,7 +119,8 @@ def gemm(dtype: np.dtype, trans_a: bool, trans_b: bool, m: int, n: int, k: int, 
 def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
     """Every ``gemm`` call of a dispatch (``calls``: its arguments after ``dtype``). Many
     independent products (a batch at least as large as the thread count) run side by side, one
-    single-threaded ``?gemm`` per task on Numba's threads (``kernels.gemm_calls``): a BLAS
+    single-threaded ``?gemm`` per task claimed by the worker pool's threads
+    (``kernels.gemm_task``, ``kernels/tasks.py``): a BLAS
     threads one small product poorly ([8,12,512,64] x [8,12,64,512] at 16 threads on the Xeon:
     4.5 ms so, 6.3 with a Python thread per share of the batch, more threaded call by call).
     Otherwise the calls run in turn, each threaded by the BLAS. Side by side, the bytes do
@@ -134,8 +135,12 @@ def run(dtype: np.dtype, calls: list[tuple], threads: int) -> None:
                           b, ldb, c, ldc)
                          for ta, tb, m, n, k, _, a, lda, b, ldb, _, c, ldc in calls], np.int64)
         reals = np.array([(call[5], call[10]) for call in calls], np.float64)  # alpha, beta
+        from ..kernels import tasks
+
+        blk = tasks.block([fn, wide, np.dtype(dtype) == np.float64, batch])
         with single_threaded_calls():
-            kernels.gemm_calls(fn, wide, np.dtype(dtype) == np.float64, ints, reals)
+            tasks.run(tasks.address(kernels.gemm_task, "int64", "float64"), blk, batch, ints,
+                      reals, claim=True)
         return
     use_threads(threads)
     for args in calls:

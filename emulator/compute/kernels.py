@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.extending import intrinsic
 
 from ..kernels.floats import load32
 from ..kernels.jit import inline, kernel, prange
+from ..kernels.tasks import HEAD
 
 G_N, G_G, G_CG, G_SPATIAL = 0, 1, 2, 3  # then 7 per spatial dimension
 FIELDS = 7  # kernel, out, in, stride, dilation, pad, up
@@ -372,18 +373,25 @@ _gemm_d64 = _gemm_calls_intrinsic(_I64, ir.DoubleType())
 _gemm_d32 = _gemm_calls_intrinsic(_I32, ir.DoubleType())
 
 
-@kernel
-def gemm_calls(fn, wide, double, ints, reals):  # pragma: no cover - compiled
-    """Independent ``?gemm`` calls side by side, one single-threaded call per task on Numba's
-    threads (``ints`` [calls, 11], ``reals`` [calls, 2] float64: see the intrinsic). Run
-    from Numba's own pool, the calls need no Python thread per call and no hand-off."""
-    for i in prange(ints.shape[0]):
-        if double:
-            if wide:
-                _gemm_d64(fn, ints, reals, np.int64(i))
-            else:
-                _gemm_d32(fn, ints, reals, np.int64(i))
-        elif wide:
-            _gemm_s64(fn, ints, reals, np.int64(i))
+FN, WIDE, DOUBLE, CALLS = range(HEAD, HEAD + 4)  # gemm_task's argument block, after HEAD
+
+
+def gemm_task(ip, rp, pp, i):  # pragma: no cover - compiled
+    """Call ``i`` of independent single-threaded ``?gemm`` calls side by side (a task kernel,
+    ``kernels/tasks.py``; ``ip``: the int64 rows [calls, 11], ``rp``: the float64 rows
+    [calls, 2], see the intrinsic; the block: the ``?gemm`` address, 64-bit integers?, double?,
+    the call count). Run from the worker pool, the calls need no Python thread per call and no
+    hand-off."""
+    f = carray(pp, HEAD + 4)
+    fn = f[FN]
+    ints = carray(ip, (f[CALLS], 11))
+    reals = carray(rp, (f[CALLS], 2))
+    if f[DOUBLE] != 0:
+        if f[WIDE] != 0:
+            _gemm_d64(fn, ints, reals, i)
         else:
-            _gemm_s32(fn, ints, reals, np.int64(i))
+            _gemm_d32(fn, ints, reals, i)
+    elif f[WIDE] != 0:
+        _gemm_s64(fn, ints, reals, i)
+    else:
+        _gemm_s32(fn, ints, reals, i)
