@@ -18,9 +18,8 @@ made LLVM keep NumPy's negative-index wraparound and stay scalar, as the normali
 found). Buffers are indexed, never sliced or swapped: each array view costs an atomic reference
 count, which took a third of a 3x3 window's time.
 
-Two task kernels (``kernels/tasks.py``) over float32 inputs, launched as the normalization rows'
-are (``norm_kernels.launch``: on the worker pool; no parallel kernel of their own), each
-compiled on first use and kept in Numba's disk cache:
+Two task kernels (``kernels/tasks.py``, on the worker pool; no parallel kernel of their own)
+over float32 inputs, each compiled on first use and kept in Numba's disk cache:
 
 - ``MAX`` (FLOAT32 as it lies; FLOAT16 widened exactly by the plan into a dense float32 copy;
   the integer types' maximum is NumPy's, in the plan), writing float32. Each output starts from
@@ -52,15 +51,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import carray, types
+from numba import carray
 
+from ..kernels.floats import bits_double
 from ..kernels.jit import inline
-from ..kernels.strided import typed_pointer
-from ..kernels.tasks import HEAD, address
-from ..reduction.norm_kernels import ARRAYS, INTS, REALS, SHAPES, X2, A, launch
+from ..kernels.tasks import HEAD, address, block, byte_array, run, store_arrays
 
-_i64s = typed_pointer(types.int64)
-_f64s = typed_pointer(types.float64)
+# The task kernels' argument block (kernels/tasks.py), after HEAD: the indices and the geometry
+# (``store_arrays``: an address and a byte length each), the lengths of x and y, the kind and
+# P (float64 bits). Its own layout, so that the compiled kernels depend on no module outside
+# ``kernels/`` (whose sources key the disk cache, ``jit.cache_root``).
+IND, GEO = HEAD, HEAD + 2
+XN, YN, KIND, P = range(HEAD + 4, HEAD + 8)
+FIELDS = 8
 
 AVERAGE, LP, MAXIMUM, SUM = 0, 1, 2, 3
 # Slots of the geometry array ``g``.
@@ -410,12 +413,11 @@ def _columns(g):  # pragma: no cover
 # allocating them than on a 3x3 window's work.
 
 def _max_entry(xp, yp, pp, t):  # pragma: no cover
-    """The MAX task kernel (``kernels/tasks.py``; the arrays as ``norm_kernels.launch`` passes
-    them): task ``t``; ``shapes`` = the lengths of x, ind, y."""
-    f = carray(pp, HEAD + ARRAYS)
-    sh = carray(_i64s(f[SHAPES]), (3,))
-    x, y, ind = carray(xp, (sh[0],)), carray(yp, (sh[2],)), carray(_i64s(f[X2]), (sh[1],))
-    g = carray(_i64s(f[A]), (GEOMETRY,))
+    """The MAX task kernel (``kernels/tasks.py``): task ``t``."""
+    f = carray(pp, HEAD + FIELDS)
+    x, y = carray(xp, f[XN]), carray(yp, f[YN])
+    ind = byte_array(pp, IND).view(np.int64)
+    g = byte_array(pp, GEO).view(np.int64)
     w_out = g[DIM + 12 + 1]
     jlo, jhi, j0, j1 = _columns(g)
     buf = np.empty((2, w_out), np.float32)
@@ -429,12 +431,11 @@ def _max_entry(xp, yp, pp, t):  # pragma: no cover
 
 
 def _sum_entry(xp, yp, pp, t):  # pragma: no cover
-    """The SUM task kernel: kind (AVERAGE, LP, SUM) in ints, P in reals."""
-    f = carray(pp, HEAD + ARRAYS)
-    sh = carray(_i64s(f[SHAPES]), (3,))
-    x, y = carray(xp, (sh[0],)), carray(yp, (sh[2],))
-    g = carray(_i64s(f[A]), (GEOMETRY,))
-    kind, p = carray(_i64s(f[INTS]), (1,))[0], carray(_f64s(f[REALS]), (1,))[0]
+    """The SUM task kernel: kind AVERAGE, LP or SUM, and P."""
+    f = carray(pp, HEAD + FIELDS)
+    x, y = carray(xp, f[XN]), carray(yp, f[YN])
+    g = byte_array(pp, GEO).view(np.int64)
+    kind, p = f[KIND], bits_double(f[P])
     jlo, jhi, j0, j1 = _columns(g)
     acc = np.empty(g[DIM + 12 + 1], np.float64)
     rows = g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1]
@@ -452,11 +453,6 @@ def task_address(is_max: bool) -> int:
                    "float32" if is_max else "float64")
 
 
-_NO_DIMS = np.zeros((1, 1), np.int64)
-_NO_TABLE = np.zeros((1, 1), np.float64)
-_NO_OUT = np.zeros((1, 1, 1), np.float64)
-
-
 def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int,
          p: float) -> None:
     """Every output row of the pooling described by ``g`` (``GEOMETRY`` slots); x: float32
@@ -465,8 +461,8 @@ def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int
     ``g[WANT_INDEX]``). AVERAGE (``p``: the window size), LP (P = ``p``), SUM: y float64,
     dense."""
     rows = int(g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1])
-    tasks = -(-rows // int(g[BLOCK]))
-    shapes = np.array([x.size, ind.size, y.size], np.int64)
-    launch(task_address(kind == MAXIMUM), tasks, x, ind, y, g.reshape(1, -1), _NO_DIMS,
-           np.array([kind], np.int64), np.array([p], np.float64), _NO_TABLE, _NO_OUT, shapes,
-           max(x.size, y.size))
+    blk = block([0] * FIELDS)
+    store_arrays(blk, HEAD, ind, g)
+    blk[[XN, YN, KIND, P]] = x.size, y.size, kind, np.float64(p).view(np.int64)
+    run(task_address(kind == MAXIMUM), blk, -(-rows // int(g[BLOCK])), x, y,
+        work=max(x.size, y.size))

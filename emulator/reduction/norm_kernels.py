@@ -10,11 +10,10 @@ called by address from a driver compiled once for every kernel, is optimised onc
 each).
 
 Every computation sees the same arrays: x1 (the task kernel's x) and y (its y) of the storage
-type, then, as addresses in the argument block (``ARRAYS`` fields): x2 (the storage type), a, b
-(int64 rows of collapsed sizes and strides), ints, reals (the computation's scalar parameters),
-table, out (float64) and ``shapes`` (each array's length or shape, so that the task sees NumPy
-arrays again). The window engine (``compute/pool_kernels.py``) launches its task kernels the
-same way. The computations:
+type, then, as addresses in the argument block (``tasks.store_arrays``): x2 (the storage
+type), a, b (int64 rows of collapsed sizes and strides), ints, reals (the computation's
+scalar parameters), table, out (float64) and ``shapes`` (each array's length or shape, so that
+the task sees NumPy arrays again). The computations:
 
 - ``AFFINE`` (the batch-normalization family's per-element pass). Over the input's collapsed
   dimensions (``a``: sizes, then the strides of ``x1``, ``x2``, the output and of a float64
@@ -59,11 +58,12 @@ from ..kernels.floats import load64, store
 from ..kernels.index import offsets4
 from ..kernels.jit import helper, inline, reduction
 from ..kernels.strided import call_activation, pointer_like, typed_pointer
-from ..kernels.tasks import HEAD, address, block, run
+from ..kernels.tasks import HEAD, address, block, run, store_arrays
 
 AFFINE, MOMENTS, LP, LRN = 0, 1, 2, 3  # ``which`` (norms.py has the same numbers)
-X2, A, B, INTS, REALS, TABLE, OUT, SHAPES = range(HEAD, HEAD + 8)  # the block's array addresses
-ARRAYS = 8
+# The block's arrays (``tasks.store_arrays``: an address and a byte length each).
+X2, A, B, INTS, REALS, TABLE, OUT, SHAPES = range(HEAD, HEAD + 16, 2)
+ARRAYS = 16
 _i64s = typed_pointer(types.int64)
 _f64s = typed_pointer(types.float64)
 
@@ -74,8 +74,9 @@ def launch(fn: int, count: int, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, a
     """``count`` tasks of the task kernel at ``fn`` (x1, x2, y: contiguous, of the kernel's
     storage types; the rest contiguous int64 or float64 arrays, alive for the call); ``work``:
     elements, for how many threads it is worth (``tasks.run``)."""
-    arrays = (x2, a, b, ints, reals, table, out, shapes)
-    run(fn, block([r.ctypes.data for r in arrays]), count, x1, y, work=work)
+    blk = block([0] * ARRAYS)
+    store_arrays(blk, HEAD, x2, a, b, ints, reals, table, out, shapes)
+    run(fn, blk, count, x1, y, work=work)
 
 
 @inline
