@@ -49,7 +49,9 @@ U = 2.0 ** -24
 LAYOUTS = ("separate", "qkv", "qk+v", "q+kv")
 MASKS = (MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_NONE, MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN,
          MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH,
-         MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_END_START)
+         MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_END_START,
+         MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END)
+RANGES = MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END
 OUTPUTS = ("OutputTensor", "OutputPresentKeyTensor", "OutputPresentValueTensor")
 
 
@@ -108,6 +110,9 @@ def make_case(rng, dt, version, kind, mask_type, bias=False, rpb=False, past=Fal
         ends = rng.integers(0, total + 2, b)
         starts = rng.integers(-1, total + 1, b)
         ins.append(("MaskTensor", [2, b], I32, np.stack([ends, starts])))
+    elif mask_type == RANGES:
+        ins.append(("MaskTensor", leading_ones(rng, [3 * b + 2]), I32,
+                    ranges(rng, b, s, total)))
     outs = [("OutputTensor", leading_ones(rng, [b, s, hq * dv]))]
     if present:
         outs += [("OutputPresentKeyTensor", leading_ones(rng, [b, hkv, total, d])),
@@ -120,6 +125,23 @@ def make_case(rng, dt, version, kind, mask_type, bias=False, rpb=False, past=Fal
     else:
         fields["QueryHeadCount"], fields["KeyValueHeadCount"] = hq, hkv
     return fields, ins, outs
+
+
+def ranges(rng, b, s, total):
+    """KEY_QUERY_SEQUENCE_LENGTH_START_END values: [keyLength[b], queryStart[b] + queryEnd,
+    keyStart[b] + keyEnd]; half the time the padded layout (sequence c at c * s and c * total),
+    else random offsets on the flat axes (ranges across batch items, overlapping, empty,
+    reversed, out of the axes)."""
+    lengths = rng.integers(-1, total + 2, b)
+    if rng.random() < 0.5:
+        q_start, k_start = np.arange(b + 1) * s, np.arange(b + 1) * total
+    else:
+        q_start = np.sort(rng.integers(-1, b * s + 2, b + 1))
+        if rng.random() < 0.3:
+            q_start = rng.integers(-1, b * s + 2, b + 1)
+        k_start = rng.integers(-1, b * total + 1, b + 1)
+        lengths = rng.integers(-1, b * total + 2, b)
+    return np.concatenate([lengths, q_start, k_start]).astype(np.int32)
 
 
 def dispatch(device, rng, version, fields, ins, outs, values=None, strides=None):
@@ -169,6 +191,8 @@ def bound(v, arrays, want, dtype):
     reference's own steps."""
     sh = attention.describe(v)
     group = sh.hq // sh.hkv
+    if v.MaskType == RANGES:
+        return ranged_bound(v, arrays, want, dtype)
 
     q, k, val = _reference_operands(v, arrays)
     scale = abs(np.float64(np.float32(v.Scale)))
@@ -210,6 +234,50 @@ def bound(v, arrays, want, dtype):
     err = np.einsum("bhij,bhje->bhie", p * e_logit, vv) + pv * ebar + \
         (sh.total + 12) * U * pv
     err = 1.5 * err.transpose(0, 2, 1, 3).reshape(want.shape)
+    with np.errstate(invalid="ignore"):
+        half_ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+    return err + half_ulp
+
+
+def ranged_bound(v, arrays, want, dtype):
+    """The same bound for KEY_QUERY_SEQUENCE_LENGTH_START_END, a query row at a time over the
+    keys of its sequence on the flat key axis (0 for rows that attend to no key)."""
+    hq, hkv = attention._heads(v)
+    group = hq // hkv
+    q, k, val = _reference_operands(v, arrays)
+    batch, _, seq, d = q.shape
+    total = k.shape[2]
+    fk = k.transpose(1, 0, 2, 3).reshape(hkv, batch * total, -1)
+    fv = val.transpose(1, 0, 2, 3).reshape(hkv, batch * total, -1)
+    rpb = arrays.get("RelativePositionBiasTensor")
+    rpb = np.zeros((1,)) if rpb is None else rpb.astype(np.float64)
+    rpb = np.broadcast_to(rpb.reshape(rpb.shape[-4:]) if rpb.ndim > 4 else rpb,
+                          (batch, hq, seq, total))
+    m = arrays["MaskTensor"].reshape(-1).astype(np.int64)
+    lengths, q_start, k_start = m[:batch], m[batch:2 * batch + 1], m[2 * batch + 1:]
+    scale = np.float64(np.float32(v.Scale))
+    err = np.zeros((batch, hq, seq, val.shape[3]))
+    for r in range(batch * seq):
+        b, i = divmod(r, seq)
+        c = next((c for c in range(batch) if q_start[c] <= r < q_start[c + 1]), None)
+        if c is None:
+            continue
+        k0 = min(max(k_start[c], 0), batch * total)
+        keys = np.arange(k0, min(max(k_start[c] + lengths[c], k0), batch * total))
+        for h in range(hq if len(keys) else 0):
+            kk, vv = fk[h // group, keys], np.abs(fv[h // group, keys])
+            x = scale * (kk @ q[b, h, i]) + rpb[b, h, i, keys % total]
+            e_logit = (d + 6) * U * (abs(scale) * (np.abs(kk) @ np.abs(q[b, h, i])) +
+                                     2 * np.abs(rpb[b, h, i, keys % total]) + np.abs(x))
+            with np.errstate(all="ignore"):
+                shift = 2 * U * np.abs(x - x.max())
+                e_logit = e_logit + np.where(np.isfinite(shift), shift, 0.0)
+                p = np.exp(x - x.max())
+                p = p / p.sum()
+            pv = p @ vv
+            err[b, h, i] = 1.5 * ((p * e_logit) @ vv + pv * (p @ e_logit) +
+                                  (len(keys) + 12) * U * pv)
+    err = err.transpose(0, 2, 1, 3).reshape(want.shape)
     with np.errstate(invalid="ignore"):
         half_ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
     return err + half_ulp
@@ -274,10 +342,10 @@ def check(got, want, v, arrays, dt):
 def test_random_descs_against_the_pages_steps(device, monkeypatch, dt, direct):
     monkeypatch.setattr(blas, "DIRECT", direct)
     rng = np.random.default_rng(17 + dt + 7 * direct)
-    for i in range(48):
+    for i in range(60):
         kind = LAYOUTS[i % 4]
         version = (i // 4) % 2
-        mask = MASKS[(i // 8) % 4]
+        mask = MASKS[(i // 8) % len(MASKS)]
         groups = int(rng.integers(1, 4)) if version and kind in ("separate", "q+kv") else 1
         fields, ins, outs = make_case(
             rng, dt, version, kind, mask, bias=rng.random() < 0.5, rpb=rng.random() < 0.5,
@@ -328,6 +396,41 @@ def test_a_hand_computed_case(device):
     p0 = np.exp(scores[0, [0, 2]] - scores[0, [0, 2]].max())
     np.testing.assert_allclose(got[0, 0], (p0 / p0.sum()) @ val[0, [0, 2]], rtol=1e-6)
     np.testing.assert_allclose(got[0, 1], golden(q[0], k[0], val[0], 0.5)[1], rtol=5e-3)
+    # KEY_QUERY_SEQUENCE_LENGTH_START_END [keyLength 2 | queryStart 0, queryEnd 2 | keyStart 0,
+    # keyEnd 3]: both queries attend to keys 0, 1 only (no MaskFilterValue involved)
+    run_ranges = lambda m: run(m, MaskTensor=tensor_desc(m), MaskType=RANGES)  # noqa: E731
+    want = golden(q[0], k[0, :2], val[0, :2], 0.5)
+    np.testing.assert_allclose(run_ranges(np.array([2, 0, 2, 0, 3], np.int32))[0], want,
+                               rtol=1e-6)
+    # the sequence starts at query row 1: row 0 belongs to none and outputs 0; keys from 1,
+    # a length past the axis is cut at its end
+    got = run_ranges(np.array([7, 1, 2, 1, 3], np.int32))
+    assert (got[0, 0] == 0).all()
+    np.testing.assert_allclose(got[0, 1], golden(q[0], k[0, 1:], val[0, 1:], 0.5)[1], rtol=1e-6)
+    # a sequence without keys outputs 0
+    assert (run_ranges(np.array([0, 0, 2, 1, 3], np.int32)) == 0).all()
+
+
+def test_query_key_ranges_read_keys_across_the_batch(device):
+    """KEY_QUERY_SEQUENCE_LENGTH_START_END: the offsets index the batch's flat token axes (ONNX
+    Runtime's layout), so a sequence may take its keys from another batch item's rows, and a
+    batch item's queries may belong to different sequences."""
+    rng = np.random.default_rng(21)
+    b, s, kvs, d = 2, 3, 4, 2
+    q, k, val = (rng.standard_normal((b, n, d)).astype(np.float32) for n in (s, kvs, kvs))
+    # sequence 0: flat query rows 0..3 (item 0's three and item 1's first), keys flat 2..6
+    # (item 0's last two, item 1's first three); sequence 1: query rows 4, 5, keys flat 6, 7
+    m = np.array([5, 2, 0, 4, 6, 2, 6, 8], np.int32)
+    op = DML_MULTIHEAD_ATTENTION_OPERATOR_DESC(
+        QueryTensor=tensor_desc(q), KeyTensor=tensor_desc(k), ValueTensor=tensor_desc(val),
+        MaskTensor=tensor_desc(m), OutputTensor=tensor_desc((b, s, d), F32), Scale=0.7,
+        MaskFilterValue=-1e4, HeadCount=1, MaskType=RANGES)
+    got = device.execute(DML_OPERATOR_DESC(Desc=op), {
+        "QueryTensor": q, "KeyTensor": k, "ValueTensor": val, "MaskTensor": m})[0]
+    fq, fk, fv = (x.reshape(-1, d).astype(np.float64) for x in (q, k, val))
+    want = np.concatenate([golden(fq[0:4], fk[2:7], fv[2:7], 0.7),
+                           golden(fq[4:6], fk[6:8], fv[6:8], 0.7)]).reshape(b, s, d)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_grouped_heads_against_a_per_head_loop(device):
@@ -463,21 +566,14 @@ def test_transposed_and_strided_layouts(device, dt):
     check(got, want, v, arrays, dt)
 
 
-@pytest.mark.parametrize("what", ["query sequence", "PastSequenceLengthsTensor"])
-def test_what_is_not_executable_yet_fails_at_compile(what):
-    """KEY_QUERY_SEQUENCE_LENGTH_START_END and PastSequenceLengthsTensor: valid, E_NOTIMPL."""
+def test_what_is_not_executable_yet_fails_at_compile():
+    """PastSequenceLengthsTensor: valid, E_NOTIMPL."""
     dev = DMLCreateDevice1(feature_level="6_4")
     q = tensor_desc((1, 2, 4), F32)
-    if what == "query sequence":
-        op = DML_MULTIHEAD_ATTENTION_OPERATOR_DESC(
-            QueryTensor=q, KeyTensor=q, ValueTensor=q, OutputTensor=q,
-            MaskTensor=tensor_desc((5,), I32), Scale=1.0, MaskFilterValue=-1e4, HeadCount=2,
-            MaskType=MT.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END)
-    else:
-        op = DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC(
-            QueryTensor=q, KeyTensor=q, ValueTensor=q, OutputTensor=q,
-            PastSequenceLengthsTensor=tensor_desc((1,), F32), Scale=1.0, MaskFilterValue=-1e4,
-            QueryHeadCount=2, KeyValueHeadCount=2, MaskType=0)
+    op = DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC(
+        QueryTensor=q, KeyTensor=q, ValueTensor=q, OutputTensor=q,
+        PastSequenceLengthsTensor=tensor_desc((1,), F32), Scale=1.0, MaskFilterValue=-1e4,
+        QueryHeadCount=2, KeyValueHeadCount=2, MaskType=0)
     compiled = dev.CreateOperator(DML_OPERATOR_DESC(Desc=op))
     with pytest.raises(DMLError) as e:
         dev.CompileOperator(compiled)

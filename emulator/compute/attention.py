@@ -20,6 +20,12 @@ KeyValueHeadCount groups the query heads: head h reads key/value head h // (Hq /
   KEY_SEQUENCE_LENGTH {1, b}: keys at or after the length are *set* to f; KEY_SEQUENCE_END_START
   {2, b} (ends, then starts): keys outside [start, end) are *set* to f (the page's words: "added"
   for the boolean mask, "set" for the others; docs/decisions.md, "Attention").
+  KEY_QUERY_SEQUENCE_LENGTH_START_END {3b + 2}: [keyLength[b], queryStart[b] + queryEnd,
+  keyStart[b] + keyEnd] locate sequences on the batch's flat {b x seq} query and {b x keys}
+  key axes (ONNX Runtime's layout for its memory-efficient kernels): sequence c's queries
+  attend to its keys [keyStart[c], keyStart[c] + keyLength[c]) only, possibly another batch
+  item's (the packed keys are laid out {heads, b, keys, size} so each head's flat axis is one
+  matrix); a query row in no sequence, or a sequence without keys, outputs 0.
 - **Computation**: FLOAT32 (FLOAT16 widened exactly), one rounding at each store. Operands the
   BLAS can read as they lie (FLOAT32, no bias, no past, one unit stride per head matrix) are
   passed as they are, others packed once per dispatch into dense FLOAT32 copies. Work is cut
@@ -28,10 +34,9 @@ KeyValueHeadCount groups the query heads: head h reads key/value head h // (Hq /
   takes exp(x - rowmax) (NumPy's row maxima, ``attention_kernels.exp_shifted``'s vectorised
   float32 exp), multiplies by V with a second ``?gemm`` and divides each row by its sum
   (NumPy's). Tasks run on a pool of Numba's thread count; the bytes do not depend on it.
-- **Not executed yet** (valid, E_NOTIMPL at CompileOperator): the mask type
-  KEY_QUERY_SEQUENCE_LENGTH_START_END and MULTIHEAD_ATTENTION1's PastSequenceLengthsTensor
-  (the pages give a layout and "TBD", not their meaning), and shapes whose relations the
-  validation does not check yet and this plan cannot interpret (``unsupported`` names them).
+- **Not executed yet** (valid, E_NOTIMPL at CompileOperator): MULTIHEAD_ATTENTION1's
+  PastSequenceLengthsTensor (its page says "TBD"), and shapes whose relations the validation
+  does not check yet and this plan cannot interpret (``unsupported`` names them).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from ..resources import scratch, typed_view
 from .matmul import Spare, blas_layout
 
 F32 = np.dtype(np.float32)
+RANGES = MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END
 # FLOAT32/FLOAT16 tensors; INT32 is the mask's (the bands give it no other tensor)
 KERNEL_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
                 T.DML_TENSOR_DATA_TYPE_INT32)
@@ -163,9 +169,6 @@ def describe(v: SimpleNamespace) -> Shape:
     if getattr(v, "PastSequenceLengthsTensor", None) is not None:
         raise UnsupportedError("PastSequenceLengthsTensor is not executed yet (its page says "
                                "'TBD')")
-    if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END:
-        raise UnsupportedError("MaskType KEY_QUERY_SEQUENCE_LENGTH_START_END is not executed yet "
-                          "(the page gives its layout, not how its query and key ranges apply)")
     stacked = v.StackedQueryKeyValueTensor if v.StackedQueryKeyValueTensor is not None \
         else v.StackedQueryKeyTensor
     k_src = v_src = None
@@ -247,6 +250,8 @@ def describe(v: SimpleNamespace) -> Shape:
     i32 = np.dtype(np.int32)
     if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN:
         mask = Src("MaskTensor", i32, 0, scores, _broadcast(m, scores, "MaskTensor"))
+    elif v.MaskType == RANGES:  # 3 * batch + 2 values (validated)
+        mask = Src("MaskTensor", i32, 0, (1, 1, 1, 3 * b + 2), (0, 0, 0, m.strides[-1]))
     elif m is not None:
         rows = 1 if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH \
             else 2
@@ -334,14 +339,21 @@ class AttentionPlan:
     def build(cls, v: SimpleNamespace) -> AttentionPlan:
         sh = describe(v)
         pack_q = sh.bias is not None or not sh.q.direct()
+        ranges = sh.mask_type == RANGES  # keys are read from one axis across the batch
         pack_kv = sh.bias is not None or sh.past_kv is not None or not sh.k.direct() or \
-            not sh.v.direct()
+            not sh.v.direct() or ranges
         direct_out = sh.out.direct() and _no_overlap(sh.out)
-        rows = max(1, min(sh.seq, SCORES // sh.total))
+        rows = max(1, min(sh.seq, SCORES // cls.width(sh)))
         op = "DML_OPERATOR_MULTIHEAD_ATTENTION" if hasattr(v, "HeadCount") \
             else "DML_OPERATOR_MULTIHEAD_ATTENTION1"
         return cls(op, sh, float(v.Scale), float(v.MaskFilterValue), pack_q, pack_kv,
                    direct_out, rows)
+
+    @staticmethod
+    def width(sh: Shape) -> int:
+        """Keys one query row can attend to: its batch item's, or with
+        KEY_QUERY_SEQUENCE_LENGTH_START_END any range of the whole batch's key axis."""
+        return sh.total * (sh.batch if sh.mask_type == RANGES else 1)
 
     def tasks(self) -> list[tuple[int, int, int, int]]:
         sh = self.shape
@@ -360,13 +372,16 @@ class AttentionPlan:
         if kept is not None and kept["scores"].shape[0] == self.workers():
             return kept
         sh, op = self.shape, self.operator
-        out = {"scores": scratch((self.workers(), self.rows, sh.total), F32, op,
+        out = {"scores": scratch((self.workers(), self.rows, self.width(sh)), F32, op,
                                  "the attention scores")}
         if self.pack_q:
             out["q"] = scratch((sh.batch, sh.hq, sh.seq, sh.d), F32, op, "the packed query")
         if self.pack_kv:
-            out["k"] = scratch((sh.batch, sh.hkv, sh.total, sh.d), F32, op, "the packed keys")
-            out["v"] = scratch((sh.batch, sh.hkv, sh.total, sh.dv), F32, op, "the packed values")
+            # laid out {heads, batch, keys, size}: each head's keys one axis over the batch
+            out["k"] = scratch((sh.hkv, sh.batch, sh.total, sh.d), F32, op,
+                               "the packed keys").transpose(1, 0, 2, 3)
+            out["v"] = scratch((sh.hkv, sh.batch, sh.total, sh.dv), F32, op,
+                               "the packed values").transpose(1, 0, 2, 3)
         if not self.direct_out:
             out["out"] = scratch((sh.batch, sh.hq, sh.seq, sh.dv), F32, op, "the output")
         return out
@@ -398,10 +413,46 @@ class AttentionPlan:
         boolean = self.shape.mask_type == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN
         tasks = self.tasks()
         workers = space["scores"].shape[0]
+        if sh.mask_type == RANGES:
+            assert mask is not None
+            owner, spans = self._ranges(mask[0, 0, 0])
+            flat_k = k.transpose(1, 0, 2, 3).reshape(sh.hkv, -1, sh.d)  # views (reserve)
+            flat_v = v.transpose(1, 0, 2, 3).reshape(sh.hkv, -1, sh.dv)
+            columns = np.arange(flat_k.shape[1]) % sh.total  # a flat key's position
 
         def task(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
             with np.errstate(all="ignore"):  # per thread: NumPy's error state is a context
-                work(t, scores)
+                if sh.mask_type == RANGES:
+                    ranged(t, scores)
+                else:
+                    work(t, scores)
+
+        def ranged(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
+            """KEY_QUERY_SEQUENCE_LENGTH_START_END: each run of query rows of one sequence
+            attends to that sequence's keys on the batch's flat key axis (docs/decisions.md)."""
+            b, h, r0, r1 = t
+            own = owner[b * sh.seq + r0: b * sh.seq + r1]
+            i = r0
+            while i < r1:
+                c = own[i - r0]
+                j = i + 1
+                while j < r1 and own[j - r0] == c:
+                    j += 1
+                out = o[b, h, i:j]
+                k0, k1 = spans[c] if c >= 0 else (0, 0)
+                if k1 <= k0:  # no key: the empty sum
+                    out[...] = 0.0
+                else:
+                    s = scores[: j - i, : k1 - k0]
+                    _gemm(q[b, h, i:j], flat_k[h // group, k0:k1].T, s, scale)
+                    if rpb is not None:
+                        np.add(s, rpb[b, h, i:j][:, columns[k0:k1]], out=s, casting="unsafe")
+                    top = s.max(axis=1, keepdims=True)
+                    exp_shifted(s, top)
+                    total = s.sum(axis=1, keepdims=True)
+                    _gemm(s, flat_v[h // group, k0:k1], out, 1.0)
+                    np.divide(out, total, out=out)
+                i = j
 
         def work(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
             b, h, r0, r1 = t
@@ -443,6 +494,26 @@ class AttentionPlan:
             if sh.present is not None:
                 self._present(regions, space, k, v)
         self.spare.keep(space)
+
+    def _ranges(self, values: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The sequences of a KEY_QUERY_SEQUENCE_LENGTH_START_END mask: for every row of the
+        flat {batch x sequence} query axis the sequence it belongs to (-1: none; the lowest
+        where ranges overlap), and each sequence's [start, end) on the flat {batch x keys} key
+        axis, clamped to the axes."""
+        sh = self.shape
+        b = sh.batch
+        vals = values.astype(np.int64)
+        lengths, starts, keys = vals[:b], vals[b:2 * b + 1], vals[2 * b + 1:]
+        rows, flat = b * sh.seq, b * sh.total
+        owner = np.full(rows, -1, np.int64)
+        spans = []
+        for c in range(b):
+            k0 = min(max(int(keys[c]), 0), flat)
+            spans.append((k0, min(max(int(keys[c]) + int(lengths[c]), k0), flat)))
+        for c in reversed(range(b)):
+            lo, hi = (min(max(int(x), 0), rows) for x in (starts[c], starts[c + 1]))
+            owner[lo:hi] = c
+        return owner, spans
 
     def _pack(self, regions: Mapping[str, np.ndarray], space: dict[str, np.ndarray], key: str,
               src: Src, which: int) -> np.ndarray:
@@ -533,12 +604,29 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
         k = np.concatenate([past_k.reshape(past_k.shape[-4:]), k], axis=2)
         val = np.concatenate([past_v.reshape(past_v.shape[-4:]), val], axis=2)
     group = hq // hkv  # query head h attends with key/value head h // group
-    s = np.float64(v.Scale) * np.einsum("bhid,bhjd->bhij", q, np.repeat(k, group, axis=1))
     rpb = get("RelativePositionBiasTensor")
-    if rpb is not None:
-        s = s + rpb.reshape(rpb.shape[-4:]) if rpb.ndim > 4 else s + rpb
+    rpb = np.zeros(1) if rpb is None else rpb.reshape(rpb.shape[-4:]) if rpb.ndim > 4 else rpb
     given = inputs.get("MaskTensor")
     mask = np.zeros(0, np.int32) if given is None else given
+    if v.MaskType == RANGES:
+        o = _ranged_reference(v, q, k, val, rpb, mask.reshape(-1), group)
+    else:
+        o = _padded_reference(v, q, k, val, rpb, mask, group)
+    o = o.transpose(0, 2, 1, 3).reshape(out_t.sizes)
+    result = {"OutputTensor": o.astype(dtype)}
+    if v.OutputPresentKeyTensor is not None:
+        result["OutputPresentKeyTensor"] = k.reshape(v.OutputPresentKeyTensor.sizes).astype(dtype)
+        result["OutputPresentValueTensor"] = \
+            val.reshape(v.OutputPresentValueTensor.sizes).astype(dtype)
+    return result
+
+
+def _padded_reference(v: SimpleNamespace, q: np.ndarray, k: np.ndarray, val: np.ndarray,
+                      rpb: np.ndarray, mask: np.ndarray, group: int) -> np.ndarray:
+    """Every mask type but KEY_QUERY_SEQUENCE_LENGTH_START_END: each batch item's queries
+    attend to its own keys, masked as the page words it (module doc)."""
+    s = np.float64(v.Scale) * np.einsum("bhid,bhjd->bhij", q, np.repeat(k, group, axis=1))
+    s = s + rpb
     f = np.float64(v.MaskFilterValue)
     keys = np.arange(s.shape[3])
     if v.MaskType == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN:
@@ -554,14 +642,38 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
         s = np.where(outside, f, s.transpose(1, 2, 0, 3)).transpose(2, 0, 1, 3)
     e = np.exp(s - s.max(axis=3, keepdims=True))
     p = e / e.sum(axis=3, keepdims=True)
-    o = np.einsum("bhij,bhje->bhie", p, np.repeat(val, group, axis=1))
-    o = o.transpose(0, 2, 1, 3).reshape(out_t.sizes)
-    result = {"OutputTensor": o.astype(dtype)}
-    if v.OutputPresentKeyTensor is not None:
-        result["OutputPresentKeyTensor"] = k.reshape(v.OutputPresentKeyTensor.sizes).astype(dtype)
-        result["OutputPresentValueTensor"] = \
-            val.reshape(v.OutputPresentValueTensor.sizes).astype(dtype)
-    return result
+    return np.einsum("bhij,bhje->bhie", p, np.repeat(val, group, axis=1))
+
+
+def _ranged_reference(v: SimpleNamespace, q: np.ndarray, k: np.ndarray, val: np.ndarray,
+                      rpb: np.ndarray, mask: np.ndarray, group: int) -> np.ndarray:
+    """KEY_QUERY_SEQUENCE_LENGTH_START_END, ONNX Runtime's reading of the layout (its
+    memory-efficient kernels; docs/decisions.md): the batch's rows are one flat token axis.
+    Sequence c's queries are rows [queryStart[c], queryStart[c + 1]) of the flat query axis
+    (queryStart[batch] = queryEnd), its keys rows [keyStart[c], keyStart[c] + keyLength[c])
+    of the flat key axis; each query attends to its sequence's keys only. A row in no
+    sequence, or a sequence without keys, outputs 0 (the empty sum)."""
+    batch, heads, seq, _ = q.shape
+    total = k.shape[2]
+    flat_k = k.transpose(1, 0, 2, 3).reshape(k.shape[1], batch * total, -1)
+    flat_v = val.transpose(1, 0, 2, 3).reshape(val.shape[1], batch * total, -1)
+    lengths, q_start, k_start = mask[:batch], mask[batch:2 * batch + 1], mask[2 * batch + 1:]
+    o = np.zeros((*q.shape[:3], val.shape[3]))
+    for r in range(batch * seq):
+        b, i = divmod(r, seq)
+        c = next((c for c in range(batch) if q_start[c] <= r < q_start[c + 1]), None)
+        if c is None:
+            continue
+        first = min(max(int(k_start[c]), 0), batch * total)
+        keys = np.arange(first, min(max(int(k_start[c]) + int(lengths[c]), first), batch * total))
+        if len(keys) == 0:
+            continue
+        for h in range(heads):
+            x = np.float64(v.Scale) * (flat_k[h // group, keys] @ q[b, h, i]) + \
+                np.broadcast_to(rpb, (*q.shape[:3], total))[b, h, i, keys % total]
+            e = np.exp(x - x.max())
+            o[b, h, i] = (e / e.sum()) @ flat_v[h // group, keys]
+    return o
 
 
 ROWS = (

@@ -35,6 +35,8 @@ TRANSPOSE = DML_MATRIX_TRANSFORM.DML_MATRIX_TRANSFORM_TRANSPOSE
 BIDIRECTIONAL = DML_RECURRENT_NETWORK_DIRECTION.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL
 MASK_NONE = DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_NONE
 MASK_BOOLEAN = DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN
+MASK_RANGES = DML_MULTIHEAD_ATTENTION_MASK_TYPE.\
+    DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END
 MASK_ROWS = {  # the key-range masks: {rows, batch}
     DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_LENGTH: 1,
     DML_MULTIHEAD_ATTENTION_MASK_TYPE.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_SEQUENCE_END_START: 2}
@@ -524,6 +526,11 @@ def _attention_extras(ctx: Context, v: SimpleNamespace, batch: int, seq: int, kv
         rows = MASK_ROWS[v.MaskType]
         ctx.require(m.sizes[-1] == batch and m.element_count == rows * batch, "MaskTensor.Sizes",
                     m.sizes, f"must be {{{rows}, batch = {batch}}} for {v.MaskType.name}")
+    elif v.MaskType == MASK_RANGES:  # the page's layout: 3 * batch + 2 values in one row
+        n = 3 * batch + 2
+        ctx.require(m.sizes[-1] == n and m.element_count == n, "MaskTensor.Sizes", m.sizes,
+                    f"must be {{3 x batch + 2 = {n}}} (leading 1s allowed) for "
+                    f"{v.MaskType.name}")
 
 
 def multihead_attention(ctx: Context, v: SimpleNamespace) -> None:
