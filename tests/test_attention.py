@@ -66,9 +66,11 @@ def leading_ones(rng, sizes, most=5):
 
 
 def make_case(rng, dt, version, kind, mask_type, bias=False, rpb=False, past=False,
-              present=False, groups=1):
+              present=False, groups=1, lengths=False):
     """A random desc: (the desc's fields without tensors, [(bind point, sizes, data type,
-    values)] of the inputs, [(bind point, sizes)] of the outputs)."""
+    values)] of the inputs, [(bind point, sizes)] of the outputs). ``lengths`` (version 1):
+    a PastSequenceLengthsTensor over PastKey/PastValue (``past``), over the present tensors
+    as a KV cache of a larger capacity (``present`` without ``past``), or over no past."""
     b, s = int(rng.integers(1, 3)), int(rng.integers(1, 6))
     hkv = int(rng.integers(1, 3))
     hq = hkv * groups if version == 1 else hkv
@@ -77,6 +79,10 @@ def make_case(rng, dt, version, kind, mask_type, bias=False, rpb=False, past=Fal
     dv = d if kind in ("qkv", "q+kv") else int(rng.integers(1, 5))
     p = int(rng.integers(1, 3)) if past else 0
     total = p + kvs
+    cache = lengths and present and not past
+    if cache:  # the present tensors' spare capacity holds the past
+        p = int(rng.integers(0, 4))
+        total = p + kvs
     ins = []
     if kind == "separate":
         ins += [("QueryTensor", leading_ones(rng, [b, s, hq * d])),
@@ -113,6 +119,10 @@ def make_case(rng, dt, version, kind, mask_type, bias=False, rpb=False, past=Fal
     elif mask_type == RANGES:
         ins.append(("MaskTensor", leading_ones(rng, [3 * b + 2]), I32,
                     ranges(rng, b, s, total)))
+    if lengths:
+        values = rng.integers(-1, p + 2, b)
+        kind_of = I32 if rng.random() < 0.8 else dt  # the page's float types are allowed too
+        ins.append(("PastSequenceLengthsTensor", leading_ones(rng, [b]), kind_of, values))
     outs = [("OutputTensor", leading_ones(rng, [b, s, hq * dv]))]
     if present:
         outs += [("OutputPresentKeyTensor", leading_ones(rng, [b, hkv, total, d])),
@@ -166,6 +176,11 @@ def dispatch(device, rng, version, fields, ins, outs, values=None, strides=None)
         out_layouts[name] = (sizes, strides, strided_buffer(rng, dt, sizes, strides,
                                                             fill=SENTINEL))
         tensors[name] = desc(dt, sizes, strides)
+        if "PastSequenceLengthsTensor" in tensors and name != "OutputTensor":
+            # a KV cache's contents before the call (the reference reads them too)
+            prior = logical(out_layouts[name][2], DTYPES[dt], sizes, strides)
+            prior[...] = rng.standard_normal(sizes).astype(DTYPES[dt])
+            arrays[name] = np.array(prior)
     cls = DML_MULTIHEAD_ATTENTION_OPERATOR_DESC if version == 0 else \
         DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC
     op = DML_OPERATOR_DESC(Desc=cls(**tensors, **fields))
@@ -195,6 +210,15 @@ def bound(v, arrays, want, dtype):
         return ranged_bound(v, arrays, want, dtype)
 
     q, k, val = _reference_operands(v, arrays)
+    seen = np.True_  # (a NumPy bool: ~ is logical)
+    if arrays.get("PastSequenceLengthsTensor") is not None:  # a causal KV cache
+        k, val, valid, _ = attention._kv_cache(
+            v, arrays, *_reference_operands(v, arrays, past=False)[1:],
+            *(None if arrays.get(n) is None else arrays[n].astype(np.float64)
+              for n in ("PastKeyTensor", "PastValueTensor")),
+            arrays["PastSequenceLengthsTensor"])
+        position = valid[:, None] - sh.seq + np.arange(sh.seq)[None, :]
+        seen = (np.arange(sh.total)[None, None, :] <= position[:, :, None])[:, None]
     scale = abs(np.float64(np.float32(v.Scale)))
     qk = scale * np.einsum("bhid,bhjd->bhij", np.abs(q), np.repeat(np.abs(k), group, axis=1))
     x = np.float64(np.float32(v.Scale)) * np.einsum("bhid,bhjd->bhij", q,
@@ -222,7 +246,8 @@ def bound(v, arrays, want, dtype):
         outside = (keys[None, :] < starts[:, None]) | (keys[None, :] >= ends[:, None])
         set_mask = np.broadcast_to(outside[:, None, None, :], x.shape)
     x = np.where(set_mask, np.float64(np.float32(v.MaskFilterValue)), x)
-    e_logit = np.where(set_mask, 0.0, (sh.d + 6) * U * mag)
+    x = np.where(seen, x, -np.inf)
+    e_logit = np.where(set_mask | ~seen, 0.0, (sh.d + 6) * U * mag)
     with np.errstate(all="ignore"):
         shift = 2 * U * np.abs(x - x.max(axis=3, keepdims=True))  # x - max
         e_logit = e_logit + np.where(set_mask | ~np.isfinite(shift), 0.0, shift)
@@ -283,9 +308,9 @@ def ranged_bound(v, arrays, want, dtype):
     return err + half_ulp
 
 
-def _reference_operands(v, arrays):
-    """q, k, v after bias and past, {b, heads, rows, size}, in float64, rebuilt the way the
-    page states (for the magnitudes of the bound)."""
+def _reference_operands(v, arrays, past=True):
+    """q, k, v after bias and (``past``) the past, {b, heads, rows, size}, in float64, rebuilt
+    the way the page states (for the magnitudes of the bound)."""
     hq, hkv = attention._heads(v)
 
     def get(name):
@@ -319,7 +344,7 @@ def _reference_operands(v, arrays):
         k = k + bias[hq * d:(hq + hkv) * d].reshape(1, hkv, 1, d)
         val = val + bias[(hq + hkv) * d:].reshape(1, hkv, 1, dv)
     pk, pv = get("PastKeyTensor"), get("PastValueTensor")
-    if pk is not None:
+    if pk is not None and past:
         k = np.concatenate([pk.reshape(pk.shape[-4:]), k], axis=2)
         val = np.concatenate([pv.reshape(pv.shape[-4:]), val], axis=2)
     return q, k, val
@@ -342,7 +367,7 @@ def check(got, want, v, arrays, dt):
 def test_random_descs_against_the_pages_steps(device, monkeypatch, dt, direct):
     monkeypatch.setattr(blas, "DIRECT", direct)
     rng = np.random.default_rng(17 + dt + 7 * direct)
-    for i in range(60):
+    for i in range(80):
         kind = LAYOUTS[i % 4]
         version = (i // 4) % 2
         mask = MASKS[(i // 8) % len(MASKS)]
@@ -350,7 +375,8 @@ def test_random_descs_against_the_pages_steps(device, monkeypatch, dt, direct):
         fields, ins, outs = make_case(
             rng, dt, version, kind, mask, bias=rng.random() < 0.5, rpb=rng.random() < 0.5,
             past=kind in ("separate", "q+kv") and rng.random() < 0.5,
-            present=rng.random() < 0.5, groups=groups)
+            present=rng.random() < 0.5, groups=groups,
+            lengths=version == 1 and mask != RANGES and rng.random() < 0.5)
         got, want, arrays, v = dispatch(device, rng, version, fields, ins, outs)
         check(got, want, v, arrays, dt)
 
@@ -567,17 +593,121 @@ def test_transposed_and_strided_layouts(device, dt):
 
 
 def test_what_is_not_executable_yet_fails_at_compile():
-    """PastSequenceLengthsTensor: valid, E_NOTIMPL."""
+    """KEY_QUERY_SEQUENCE_LENGTH_START_END together with PastSequenceLengthsTensor: valid,
+    E_NOTIMPL (docs/decisions.md, "Attention")."""
     dev = DMLCreateDevice1(feature_level="6_4")
     q = tensor_desc((1, 2, 4), F32)
     op = DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC(
         QueryTensor=q, KeyTensor=q, ValueTensor=q, OutputTensor=q,
-        PastSequenceLengthsTensor=tensor_desc((1,), F32), Scale=1.0, MaskFilterValue=-1e4,
-        QueryHeadCount=2, KeyValueHeadCount=2, MaskType=0)
+        MaskTensor=tensor_desc((5,), I32), PastSequenceLengthsTensor=tensor_desc((1,), I32),
+        Scale=1.0, MaskFilterValue=-1e4, QueryHeadCount=2, KeyValueHeadCount=2,
+        MaskType=RANGES)
     compiled = dev.CreateOperator(DML_OPERATOR_DESC(Desc=op))
     with pytest.raises(DMLError) as e:
         dev.CompileOperator(compiled)
     assert e.value.name == "E_NOTIMPL" and "valid" in str(e.value)
+
+
+def kv_cache_desc(b, s, kvs, cap, d, past_sizes=None, lengths_type=I32):
+    """MULTIHEAD_ATTENTION1, one head, with a PastSequenceLengthsTensor; the present tensors
+    {b, 1, cap, d} (a KV cache when ``past_sizes`` is None)."""
+    f = tensor_desc
+    fields = {"QueryTensor": f((b, s, d), F32), "KeyTensor": f((b, kvs, d), F32),
+              "ValueTensor": f((b, kvs, d), F32), "OutputTensor": f((b, s, d), F32),
+              "PastSequenceLengthsTensor": f((b,), lengths_type),
+              "OutputPresentKeyTensor": f((b, 1, cap, d), F32),
+              "OutputPresentValueTensor": f((b, 1, cap, d), F32), "Scale": 0.5,
+              "MaskFilterValue": -1e4, "QueryHeadCount": 1, "KeyValueHeadCount": 1,
+              "MaskType": 0}
+    if past_sizes is not None:
+        fields.update(PastKeyTensor=tensor_desc(past_sizes, F32),
+                      PastValueTensor=tensor_desc(past_sizes, F32))
+    return DML_OPERATOR_DESC(Desc=DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC(**fields))
+
+
+def test_past_sequence_lengths_run_a_causal_kv_cache(device):
+    """PastSequenceLengthsTensor without PastKey/PastValue (ONNX Runtime's GroupQueryAttention
+    on DirectML): the present tensors are the cache. Item b's first L[b] rows are its past,
+    the current keys/values are written after them, the rows after those stay as they were,
+    and query i sees keys up to position L[b] + i (causal)."""
+    rng = np.random.default_rng(23)
+    b, d, cap = 2, 3, 6
+    for s, lengths in ((1, [2, 5]), (3, [0, 1]), (2, [-4, 9])):  # decode, prompt, clamped
+        q, k, val = (rng.standard_normal((b, s, d)).astype(np.float32) for _ in range(3))
+        cache_k, cache_v = (rng.standard_normal((b, 1, cap, d)).astype(np.float32)
+                            for _ in range(2))
+        present_k, present_v = cache_k.copy(), cache_v.copy()
+        length = np.array(lengths, np.int32)
+        device.execute(kv_cache_desc(b, s, s, cap, d), {
+            "QueryTensor": q, "KeyTensor": k, "ValueTensor": val,
+            "PastSequenceLengthsTensor": length},
+            {"OutputPresentKeyTensor": present_k, "OutputPresentValueTensor": present_v})
+        for n in range(b):
+            past = min(max(lengths[n], 0), cap - s)
+            keys = np.concatenate([cache_k[n, 0, :past], k[n]])
+            values = np.concatenate([cache_v[n, 0, :past], val[n]])
+            want_k = cache_k[n, 0].copy()
+            want_k[past:past + s] = k[n]
+            assert np.array_equal(present_k[n, 0], want_k)
+            assert np.array_equal(present_v[n, 0, past + s:], cache_v[n, 0, past + s:])
+            out = device.execute(kv_cache_desc(b, s, s, cap, d), {
+                "QueryTensor": q, "KeyTensor": k, "ValueTensor": val,
+                "PastSequenceLengthsTensor": length},
+                {"OutputPresentKeyTensor": cache_k.copy(),
+                 "OutputPresentValueTensor": cache_v.copy()})[0]
+            for i in range(s):
+                seen = past + i + 1
+                want = golden(q[n, i:i + 1].astype(np.float64), keys[:seen].astype(np.float64),
+                              values[:seen].astype(np.float64), 0.5)
+                np.testing.assert_allclose(out[n, i], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_past_sequence_lengths_over_past_tensors(device):
+    """With PastKey/PastValue {b, 1, P, d}: item b attends to the first L[b] past rows and the
+    current ones; the present {b, 1, P + kvSequence, d} receives exactly those rows first."""
+    rng = np.random.default_rng(29)
+    b, s, d, p = 2, 2, 2, 3
+    q, k, val = (rng.standard_normal((b, s, d)).astype(np.float32) for _ in range(3))
+    pk, pv = (rng.standard_normal((b, 1, p, d)).astype(np.float32) for _ in range(2))
+    length = np.array([1, 3], np.int32)
+    present_k = np.full((b, 1, p + s, d), 7.0, np.float32)
+    present_v = present_k.copy()
+    out = device.execute(kv_cache_desc(b, s, s, p + s, d, (b, 1, p, d)), {
+        "QueryTensor": q, "KeyTensor": k, "ValueTensor": val, "PastKeyTensor": pk,
+        "PastValueTensor": pv, "PastSequenceLengthsTensor": length},
+        {"OutputPresentKeyTensor": present_k, "OutputPresentValueTensor": present_v})[0]
+    for n, past in enumerate(length):
+        keys = np.concatenate([pk[n, 0, :past], k[n]])
+        assert np.array_equal(present_k[n, 0, :past + s], keys)
+        assert (present_k[n, 0, past + s:] == 7.0).all()  # not written
+        values = np.concatenate([pv[n, 0, :past], val[n]])
+        for i in range(s):
+            want = golden(q[n, i:i + 1].astype(np.float64),
+                          keys[:past + i + 1].astype(np.float64),
+                          values[:past + i + 1].astype(np.float64), 0.5)
+            np.testing.assert_allclose(out[n, i], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_past_sequence_lengths_validation():
+    """INT32 (ONNX Runtime's type) or the data's own type; one length per batch item; a cache
+    must hold the current keys."""
+    dev = DMLCreateDevice1(feature_level="6_4")
+    dev.CreateOperator(kv_cache_desc(2, 1, 1, 4, 2))
+    dev.CreateOperator(kv_cache_desc(2, 1, 1, 4, 2, lengths_type=F32))
+    for bad in (kv_cache_desc(2, 1, 1, 4, 2, lengths_type=T.DML_TENSOR_DATA_TYPE_INT8),
+                kv_cache_desc(2, 1, 1, 4, 2, lengths_type=F16),
+                kv_cache_desc(2, 3, 3, 2, 2)):
+        with pytest.raises(DMLError) as e:
+            dev.CreateOperator(bad)
+        assert e.value.name == "E_INVALIDARG"
+    import dataclasses
+
+    op = kv_cache_desc(2, 1, 1, 4, 2)
+    op = DML_OPERATOR_DESC(Desc=dataclasses.replace(
+        op.Desc, PastSequenceLengthsTensor=tensor_desc((3,), I32)))
+    with pytest.raises(DMLError) as e:
+        dev.CreateOperator(op)
+    assert "PastSequenceLengthsTensor.Sizes" in str(e.value)
 
 
 def test_inconsistent_shapes_are_refused_not_read_out_of_bounds():

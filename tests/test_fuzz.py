@@ -592,8 +592,7 @@ def gen_attention(rng, rank):
     layouts padded or broadcast. Within 2e-3 (tests/test_attention.py holds the tight bound)."""
     version = int(rng.integers(0, 2))
     kind = ATTENTION_LAYOUTS[int(rng.integers(0, 4))]
-    masks = [m for m in DML_MULTIHEAD_ATTENTION_MASK_TYPE  # (KEY_QUERY_…: not executed)
-             if m != DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_END]
+    masks = list(DML_MULTIHEAD_ATTENTION_MASK_TYPE)
     fields, ins, outs = attention_case(
         rng, float_type(rng), version, kind, masks[int(rng.integers(0, len(masks)))],
         *(bool(rng.random() < 0.4) for _ in range(4)),

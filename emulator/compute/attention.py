@@ -34,9 +34,15 @@ KeyValueHeadCount groups the query heads: head h reads key/value head h // (Hq /
   takes exp(x - rowmax) (NumPy's row maxima, ``attention_kernels.exp_shifted``'s vectorised
   float32 exp), multiplies by V with a second ``?gemm`` and divides each row by its sum
   (NumPy's). Tasks run on a pool of Numba's thread count; the bytes do not depend on it.
-- **Not executed yet** (valid, E_NOTIMPL at CompileOperator): MULTIHEAD_ATTENTION1's
-  PastSequenceLengthsTensor (its page says "TBD"), and shapes whose relations the validation
-  does not check yet and this plan cannot interpret (``unsupported`` names them).
+- **PastSequenceLengthsTensor** (MULTIHEAD_ATTENTION1; its page says "TBD"; read as ONNX
+  Runtime's GroupQueryAttention uses it, docs/decisions.md): a causal KV cache. Item b's keys
+  are the first L[b] rows of the past (PastKey/PastValue, or without them the present
+  tensors' own rows: the cache) then its current keys; query i sits at key position
+  L[b] + kvSequence - sequence + i and sees the keys up to it. The present tensors receive the
+  current rows after the past ones; their later rows are not written.
+- **Not executed** (valid, E_NOTIMPL at CompileOperator): KEY_QUERY_SEQUENCE_LENGTH_START_END
+  together with PastSequenceLengthsTensor, and shapes whose relations the validation does not
+  check yet and this plan cannot interpret (``unsupported`` names them).
 """
 
 from __future__ import annotations
@@ -156,6 +162,8 @@ class Shape:
     rpb: Src | None
     mask: Src | None  # BOOLEAN: broadcast to {b, Hq, s, total}; else the raw INT32 rows
     mask_type: MASK
+    lengths: Src | None = None  # PastSequenceLengthsTensor {1, 1, 1, b}: a causal KV cache
+    cache: bool = False  # the past is read from the present tensors (no PastKeyTensor)
 
     @property
     def total(self) -> int:
@@ -166,9 +174,11 @@ def describe(v: SimpleNamespace) -> Shape:
     """The shapes of a validated desc, or ``UnsupportedError``."""
     hq, hkv = _heads(v)
     dt = v.OutputTensor.dtype
-    if getattr(v, "PastSequenceLengthsTensor", None) is not None:
-        raise UnsupportedError("PastSequenceLengthsTensor is not executed yet (its page says "
-                               "'TBD')")
+    lengths_t = getattr(v, "PastSequenceLengthsTensor", None)
+    if lengths_t is not None and v.MaskType == RANGES:
+        raise UnsupportedError("MaskType KEY_QUERY_SEQUENCE_LENGTH_START_END with a "
+                               "PastSequenceLengthsTensor is not executed (no client builds it "
+                               "and neither page says how the two combine)")
     stacked = v.StackedQueryKeyValueTensor if v.StackedQueryKeyValueTensor is not None \
         else v.StackedQueryKeyTensor
     k_src = v_src = None
@@ -230,6 +240,14 @@ def describe(v: SimpleNamespace) -> Shape:
               f"{{{b}, {hkv}, past, {dv}}}")
         past_kv = (Src("PastKeyTensor", dt, 0, (b, hkv, past, d), pk),
                    Src("PastValueTensor", dt, 0, (b, hkv, past, dv), pv))
+    lengths = None
+    cache = False
+    if lengths_t is not None:
+        lengths = Src("PastSequenceLengthsTensor", lengths_t.dtype, 0, (1, 1, 1, b),
+                      (0, 0, 0, lengths_t.strides[-1]))
+        if past_kv is None and v.OutputPresentKeyTensor is not None:
+            cache = True  # the past is what the present tensors hold: their capacity's rest
+            past = _tail(v.OutputPresentKeyTensor, 4, "OutputPresentKeyTensor")[0][2] - kv_seq
     total = past + kv_seq
     present = None
     if v.OutputPresentKeyTensor is not None:
@@ -261,7 +279,7 @@ def describe(v: SimpleNamespace) -> Shape:
         r_stride = next((st for n, st in zip(sizes[:-1], m.strides[:-1]) if n == rows), 0)
         mask = Src("MaskTensor", i32, 0, (1, 1, rows, b), (0, 0, r_stride, m.strides[-1]))
     return Shape(b, hq, hkv, s, kv_seq, past, d, dv, q_src, k_src, v_src, out, bias, past_kv,
-                 present, rpb, mask, v.MaskType)
+                 present, rpb, mask, v.MaskType, lengths, cache)
 
 
 def unsupported(v: SimpleNamespace) -> str | None:
@@ -341,7 +359,7 @@ class AttentionPlan:
         pack_q = sh.bias is not None or not sh.q.direct()
         ranges = sh.mask_type == RANGES  # keys are read from one axis across the batch
         pack_kv = sh.bias is not None or sh.past_kv is not None or not sh.k.direct() or \
-            not sh.v.direct() or ranges
+            not sh.v.direct() or ranges or sh.lengths is not None
         direct_out = sh.out.direct() and _no_overlap(sh.out)
         rows = max(1, min(sh.seq, SCORES // cls.width(sh)))
         op = "DML_OPERATOR_MULTIHEAD_ATTENTION" if hasattr(v, "HeadCount") \
@@ -394,9 +412,10 @@ class AttentionPlan:
         sh = self.shape
         space = reserved if reserved is not None else self.reserve()
         q = self._pack(regions, space, "q", sh.q, 0) if self.pack_q else sh.q.view(regions)
+        past = self._past_lengths(regions) if sh.lengths is not None else None
         if self.pack_kv:
-            k = self._pack(regions, space, "k", sh.k, 1)
-            v = self._pack(regions, space, "v", sh.v, 2)
+            k = self._pack(regions, space, "k", sh.k, 1, past)
+            v = self._pack(regions, space, "v", sh.v, 2, past)
         else:
             k, v = sh.k.view(regions), sh.v.view(regions)
         if self.direct_out:
@@ -456,25 +475,32 @@ class AttentionPlan:
 
         def work(t: tuple[int, int, int, int], scores: np.ndarray) -> None:
             b, h, r0, r1 = t
-            s = scores[: r1 - r0]
-            _gemm(q[b, h, r0:r1], k[b, h // group].T, s, scale)
+            # the keys: all of the batch item's, or with past lengths its cache's valid rows
+            n = sh.total if past is None else int(past[b]) + sh.kv_seq
+            s = scores[: r1 - r0, :n]
+            _gemm(q[b, h, r0:r1], k[b, h // group, :n].T, s, scale)
             if rpb is not None:
-                np.add(s, rpb[b, h, r0:r1], out=s, casting="unsafe")
+                np.add(s, rpb[b, h, r0:r1, :n], out=s, casting="unsafe")
             if mask is not None:
                 if boolean:
-                    np.add(s, f, out=s, where=mask[b, h, r0:r1] == 0)
+                    np.add(s, f, out=s, where=mask[b, h, r0:r1, :n] == 0)
                 else:
                     rows = mask[0, 0, :, b]
                     end = min(max(int(rows[0]), 0), sh.total)
                     start = min(max(int(rows[1]), 0), sh.total) if len(rows) > 1 else 0
                     s[:, :start] = f
                     s[:, end:] = f
+            if past is not None:  # causal: query i sits at key position n - seq + i
+                position = np.arange(r0, r1) + (n - sh.seq)
+                np.copyto(s, -np.inf, where=np.arange(n) > position[:, None])
             top = s.max(axis=1, keepdims=True)
             exp_shifted(s, top)  # s = exp(s - top), FLOAT32 within 1 ULP
             total = s.sum(axis=1, keepdims=True)
             out = o[b, h, r0:r1]
-            _gemm(s, v[b, h // group], out, 1.0)
+            _gemm(s, v[b, h // group, :n], out, 1.0)
             np.divide(out, total, out=out)
+            if past is not None and n - sh.seq + r0 < 0:  # rows before every key: the empty sum
+                out[: min(r1, sh.seq - n) - r0] = 0.0
 
         with np.errstate(all="ignore"), blas.single_threaded_calls():
             if workers > 1:
@@ -492,7 +518,7 @@ class AttentionPlan:
             if not self.direct_out:
                 self._store(regions, sh.out, o)
             if sh.present is not None:
-                self._present(regions, space, k, v)
+                self._present(regions, space, k, v, past)
         self.spare.keep(space)
 
     def _ranges(self, values: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -515,12 +541,37 @@ class AttentionPlan:
             owner[lo:hi] = c
         return owner, spans
 
+    def _past_lengths(self, regions: Mapping[str, np.ndarray]) -> np.ndarray:
+        """PastSequenceLengthsTensor's valid past rows per batch item: its values (a FLOAT
+        length truncated toward zero, NaN as 0) clamped to [0, the past axis]."""
+        sh = self.shape
+        assert sh.lengths is not None
+        values = np.array(sh.lengths.view(regions)[0, 0, 0], np.float64)
+        values = np.trunc(np.nan_to_num(values, nan=0.0, posinf=sh.past, neginf=0.0))
+        return np.clip(values, 0, sh.past).astype(np.int64)
+
     def _pack(self, regions: Mapping[str, np.ndarray], space: dict[str, np.ndarray], key: str,
-              src: Src, which: int) -> np.ndarray:
+              src: Src, which: int, past: np.ndarray | None = None) -> np.ndarray:
         """A dense FLOAT32 copy of the query (0), keys (1) or values (2): the past first, then
-        the current rows plus their bias (one FLOAT32 rounding)."""
+        the current rows plus their bias (one FLOAT32 rounding). With past lengths, batch item
+        b's first past[b] rows of the past (PastKey/Value, or the present tensors' own rows: a
+        KV cache), then its current rows; the rows after them are not read."""
         sh = self.shape
         dense = space[key]
+        if which and past is not None:
+            source = sh.past_kv if sh.past_kv is not None else sh.present if sh.cache else None
+            old = source[which - 1].view(regions) if source is not None else None
+            current = src.view(regions)
+            bias = sh.bias[which].view(regions)[0] if sh.bias is not None else None
+            for b, n in enumerate(past.tolist()):
+                if n:
+                    assert old is not None  # past is clamped to the past axis, 0 without one
+                    np.copyto(dense[b, :, :n], old[b, :, :n], casting="unsafe")
+                rows = dense[b, :, n:n + sh.kv_seq]
+                np.copyto(rows, current[b], casting="unsafe")
+                if bias is not None:
+                    np.add(rows, bias, out=rows, casting="unsafe")
+            return dense
         rows = dense
         if which and sh.past_kv is not None:
             np.copyto(dense[:, :, :sh.past], sh.past_kv[which - 1].view(regions),
@@ -532,20 +583,35 @@ class AttentionPlan:
         return dense
 
     @staticmethod
-    def _store(regions: Mapping[str, np.ndarray], src: Src, values: np.ndarray) -> None:
-        """Write FLOAT32 ``values`` to the addressed elements of an output (rounded once)."""
+    def _target(regions: Mapping[str, np.ndarray], src: Src) -> np.ndarray:
+        """The addressed elements of an output, writable."""
         data = typed_view(regions[src.name], src.dtype)[src.offset:]
         item = src.dtype.itemsize
-        target = np.lib.stride_tricks.as_strided(data, src.sizes, [s * item for s in src.strides])
-        target[...] = values
+        return np.lib.stride_tricks.as_strided(data, src.sizes, [s * item for s in src.strides])
+
+    @classmethod
+    def _store(cls, regions: Mapping[str, np.ndarray], src: Src, values: np.ndarray) -> None:
+        """Write FLOAT32 ``values`` to the addressed elements of an output (rounded once)."""
+        cls._target(regions, src)[...] = values
 
     def _present(self, regions: Mapping[str, np.ndarray], space: dict[str, np.ndarray],
-                 k: np.ndarray, v: np.ndarray) -> None:
-        """OutputPresentKey/Value: the past, then the current keys/values (with their bias)."""
+                 k: np.ndarray, v: np.ndarray, past: np.ndarray | None) -> None:
+        """OutputPresentKey/Value: the past, then the current keys/values (with their bias).
+        With past lengths, batch item b's rows up to past[b] + kvSequence (a KV cache keeps
+        its past rows, which it already holds); the rows after them are not written."""
         sh = self.shape
         assert sh.present is not None
         for which, dst, packed, src in ((1, sh.present[0], k, sh.k), (2, sh.present[1], v, sh.v)):
-            if sh.bias is not None and dst.dtype != F32:
+            if past is not None:
+                target = self._target(regions, dst)
+                current = src.view(regions)
+                bias = sh.bias[which].view(regions)[0] if sh.bias is not None else None
+                for b, n in enumerate(past.tolist()):
+                    first = n if sh.cache else 0
+                    target[b, :, first:n + sh.kv_seq] = packed[b, :, first:n + sh.kv_seq]
+                    if bias is not None and dst.dtype != F32:  # one rounding of the exact sum
+                        target[b, :, n:n + sh.kv_seq] = current[b].astype(np.float64) + bias
+            elif sh.bias is not None and dst.dtype != F32:
                 # FLOAT16 with a bias: the sum in float64 (exact), rounded once to FLOAT16.
                 rows = src.view(regions).astype(np.float64) + \
                     sh.bias[which].view(regions).astype(np.float64)
@@ -600,7 +666,12 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
         k = k + bias[hq * d:(hq + hkv) * d].reshape(1, hkv, 1, d)
         val = val + bias[(hq + hkv) * d:].reshape(1, hkv, 1, dv)
     past_k, past_v = get("PastKeyTensor"), get("PastValueTensor")
-    if past_k is not None and past_v is not None:  # the past comes first
+    lengths = inputs.get("PastSequenceLengthsTensor")
+    present: dict[str, np.ndarray] = {}
+    valid = None
+    if lengths is not None:
+        k, val, valid, present = _kv_cache(v, inputs, k, val, past_k, past_v, lengths)
+    elif past_k is not None and past_v is not None:  # the past comes first
         k = np.concatenate([past_k.reshape(past_k.shape[-4:]), k], axis=2)
         val = np.concatenate([past_v.reshape(past_v.shape[-4:]), val], axis=2)
     group = hq // hkv  # query head h attends with key/value head h // group
@@ -611,20 +682,62 @@ def reference(v: SimpleNamespace, inputs: Mapping[str, np.ndarray]) -> dict[str,
     if v.MaskType == RANGES:
         o = _ranged_reference(v, q, k, val, rpb, mask.reshape(-1), group)
     else:
-        o = _padded_reference(v, q, k, val, rpb, mask, group)
+        o = _padded_reference(v, q, k, val, rpb, mask, group, valid)
     o = o.transpose(0, 2, 1, 3).reshape(out_t.sizes)
     result = {"OutputTensor": o.astype(dtype)}
     if v.OutputPresentKeyTensor is not None:
-        result["OutputPresentKeyTensor"] = k.reshape(v.OutputPresentKeyTensor.sizes).astype(dtype)
-        result["OutputPresentValueTensor"] = \
-            val.reshape(v.OutputPresentValueTensor.sizes).astype(dtype)
+        for name, rows in (("OutputPresentKeyTensor", k), ("OutputPresentValueTensor", val)):
+            result[name] = present.get(name, rows).reshape(getattr(v, name).sizes).astype(dtype)
     return result
 
 
+def _kv_cache(v: SimpleNamespace, inputs: Mapping[str, np.ndarray], k: np.ndarray,
+              val: np.ndarray, past_k: np.ndarray | None, past_v: np.ndarray | None,
+              lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """PastSequenceLengthsTensor (docs/decisions.md, "Attention"): batch item b's keys are the
+    first L[b] rows of the past, then its current keys; the past is PastKey/PastValue, or
+    without them the present tensors' contents before the call (given in ``inputs`` under
+    their names: a KV cache). L[b] is the value (truncated, NaN 0) clamped to [0, past
+    rows]. Returns the keys and values {b, heads, past rows + kvSequence, size} (zeros after
+    each item's valid rows), the valid counts L + kvSequence, and the present tensors (rows
+    after the valid ones keep their contents before the call, NaN where none was given)."""
+    batch, kv_seq = k.shape[0], k.shape[2]
+    before = [inputs.get(n) for n in ("OutputPresentKeyTensor", "OutputPresentValueTensor")]
+    if past_k is None and v.OutputPresentKeyTensor is not None:  # the cache is the present
+        cap = v.OutputPresentKeyTensor.sizes[-2]
+        past_k, past_v = (np.full((batch, x.shape[1], cap, x.shape[3]), np.nan) if b is None
+                          else b.astype(np.float64).reshape(batch, x.shape[1], cap, x.shape[3])
+                          for b, x in zip(before, (k, val)))
+        past_k, past_v = past_k[:, :, :cap - kv_seq], past_v[:, :, :cap - kv_seq]
+    if past_k is None or past_v is None:
+        past_k, past_v = np.zeros((*k.shape[:2], 0, k.shape[3])), \
+            np.zeros((*val.shape[:2], 0, val.shape[3]))
+    past_k, past_v = past_k.reshape(past_k.shape[-4:]), past_v.reshape(past_v.shape[-4:])
+    rows = int(np.size(past_k, -2))
+    length = np.nan_to_num(lengths.reshape(-1).astype(np.float64), nan=0.0, posinf=rows)
+    length = np.clip(np.trunc(length), 0, rows).astype(np.int64)
+    keys, values = (np.zeros((*x.shape[:2], rows + kv_seq, x.shape[3])) for x in (k, val))
+    present: dict[str, np.ndarray] = {}
+    for name, cache, old, new, prior in (("OutputPresentKeyTensor", keys, past_k, k, before[0]),
+                                         ("OutputPresentValueTensor", values, past_v, val,
+                                          before[1])):
+        out = np.full(cache.shape, np.nan) if prior is None else \
+            prior.astype(np.float64).reshape(cache.shape).copy()
+        for b, n in enumerate(length):
+            cache[b, :, :n] = old[b, :, :n]
+            cache[b, :, n:n + kv_seq] = new[b]
+            out[b, :, :n + kv_seq] = cache[b, :, :n + kv_seq]
+        present[name] = out
+    return keys, values, length + kv_seq, present
+
+
 def _padded_reference(v: SimpleNamespace, q: np.ndarray, k: np.ndarray, val: np.ndarray,
-                      rpb: np.ndarray, mask: np.ndarray, group: int) -> np.ndarray:
+                      rpb: np.ndarray, mask: np.ndarray, group: int,
+                      valid: np.ndarray | None = None) -> np.ndarray:
     """Every mask type but KEY_QUERY_SEQUENCE_LENGTH_START_END: each batch item's queries
-    attend to its own keys, masked as the page words it (module doc)."""
+    attend to its own keys, masked as the page words it (module doc). With ``valid`` (past
+    lengths), item b's query i sees only keys j < valid[b] with j <= valid[b] - seq + i
+    (causal); a query that sees none outputs 0."""
     s = np.float64(v.Scale) * np.einsum("bhid,bhjd->bhij", q, np.repeat(k, group, axis=1))
     s = s + rpb
     f = np.float64(v.MaskFilterValue)
@@ -640,8 +753,16 @@ def _padded_reference(v: SimpleNamespace, q: np.ndarray, k: np.ndarray, val: np.
         ends, starts = mask.reshape(2, -1)
         outside = (keys[None, :] < starts[:, None]) | (keys[None, :] >= ends[:, None])
         s = np.where(outside, f, s.transpose(1, 2, 0, 3)).transpose(2, 0, 1, 3)
-    e = np.exp(s - s.max(axis=3, keepdims=True))
-    p = e / e.sum(axis=3, keepdims=True)
+    seen = np.ones(s.shape, bool)
+    if valid is not None:
+        position = valid[:, None] - s.shape[2] + np.arange(s.shape[2])[None, :]  # {b, i}
+        seen = np.broadcast_to((keys[None, None, :] <= position[:, :, None])[:, None],
+                               s.shape)
+        s = np.where(seen, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(axis=3, keepdims=True))
+        p = e / e.sum(axis=3, keepdims=True)
+    p = np.where(seen.any(axis=3, keepdims=True), p, 0.0)
     return np.einsum("bhij,bhje->bhie", p, np.repeat(val, group, axis=1))
 
 

@@ -18,6 +18,7 @@ from descriptors import (
     DML_MULTIHEAD_ATTENTION_MASK_TYPE,
     DML_OPERATOR_TYPE,
     DML_RECURRENT_NETWORK_DIRECTION,
+    DML_TENSOR_DATA_TYPE,
 )
 
 from ..ops.activation import check_fused
@@ -503,12 +504,33 @@ def _attention_extras(ctx: Context, v: SimpleNamespace, batch: int, seq: int, kv
                     v.PastValueTensor.sizes, f"must be {{{batch}, {kv_heads}, {past} (the past "
                     f"keys'), value head size = {dv}}}")
     total = past + kv_seq
+    lengths = getattr(v, "PastSequenceLengthsTensor", None)
+    cache = lengths is not None and v.PastKeyTensor is None  # the past lives in the present
+    if lengths is not None:
+        ctx.require(lengths.data_type in (DML_TENSOR_DATA_TYPE.DML_TENSOR_DATA_TYPE_INT32,
+                                          v.OutputTensor.data_type),
+                    "PastSequenceLengthsTensor.DataType", lengths.data_type.name,
+                    f"must be INT32 (as ONNX Runtime passes it) or the OutputTensor's "
+                    f"{v.OutputTensor.data_type.name} (the page's table)")
+        ctx.require(lengths.sizes[-1] == batch and lengths.element_count == batch,
+                    "PastSequenceLengthsTensor.Sizes", lengths.sizes,
+                    f"must hold one past length per batch item: {{batch = {batch}}} (leading "
+                    "1s allowed)")
     if v.OutputPresentKeyTensor is not None and v.OutputPresentValueTensor is not None:
         for name, size in (("OutputPresentKeyTensor", d), ("OutputPresentValueTensor", dv)):
             t = getattr(v, name)
-            ctx.require(_strip_leading_ones(ctx, name, t, 4) == (batch, kv_heads, total, size),
-                        f"{name}.Sizes", t.sizes, f"must be {{{batch}, {kv_heads}, past + "
-                        f"kvSequence = {total}, {size}}}")
+            got = _strip_leading_ones(ctx, name, t, 4)
+            if cache and name == "OutputPresentKeyTensor":
+                # a KV cache: any capacity that holds the current keys, the values' the same
+                ctx.require(got[:2] == (batch, kv_heads) and got[2] >= kv_seq and
+                            got[3] == size, f"{name}.Sizes", t.sizes,
+                            f"must be {{{batch}, {kv_heads}, capacity >= kvSequence = {kv_seq}, "
+                            f"{size}}} (the KV cache PastSequenceLengthsTensor indexes)")
+                total = got[2]
+            else:
+                ctx.require(got == (batch, kv_heads, total, size), f"{name}.Sizes", t.sizes,
+                            f"must be {{{batch}, {kv_heads}, past + kvSequence = {total}, "
+                            f"{size}}}")
     scores = (batch, q_heads, seq, total)
     rpb = v.RelativePositionBiasTensor
     if rpb is not None:
