@@ -7,16 +7,19 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py claim    # QLMM tasks claimed vs fixed ranges
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py attention  # task kernel vs Python tasks
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING,
 QUANTIZED_LINEAR_MATRIX_MULTIPLY);
 ``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py: REDUCE,
 ARGMAX, CUMULATIVE_SUMMATION, SOFTMAX1, MVN2, BATCH_NORMALIZATION);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
-f32 -> f16, GREATER, EXP, TANH, ERF); ``tile`` switches the tiled order of an IDENTITY over a
-transposed input off (four transposes). Prints the median ms of each side. These measured the
-decisions in docs/decisions.md ("Element-wise launches on an own worker pool") and
-kernels/strided.py.
+f32 -> f16, GREATER, EXP, TANH, ERF); ``attention`` switches
+``emulator.compute.attention.KERNEL`` (MULTIHEAD_ATTENTION [8, 512, 12 x 64], with a boolean
+mask, and MULTIHEAD_ATTENTION1 decoding one query over a KV cache of 2,048); ``tile``
+switches the tiled order of an IDENTITY over a transposed input off (four transposes). Prints
+the median ms of each side. These measured the decisions in docs/decisions.md ("Element-wise
+launches on an own worker pool"), kernels/strided.py and compute/attention.py.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Prepared
 from descriptors import *
+from emulator.compute import attention
 from emulator.kernels import pool, qgemm, strided
 
 F32 = DML_TENSOR_DATA_TYPE_FLOAT32
@@ -182,6 +186,42 @@ def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     }
 
 
+def _attention() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((8, 512, 768), np.float32) for _ in range(3))
+    mask = (rng.random((8, 1, 1, 512)) < 0.9).astype(np.int32)
+    t = tensor_desc(q)
+    none = DML_MULTIHEAD_ATTENTION_MASK_TYPE_NONE
+
+    def mha(mask_desc=None, kind=none):
+        return DML_OPERATOR_DESC(Desc=DML_MULTIHEAD_ATTENTION_OPERATOR_DESC(
+            QueryTensor=t, KeyTensor=t, ValueTensor=t, MaskTensor=mask_desc, OutputTensor=t,
+            Scale=0.125, MaskFilterValue=-10000.0, HeadCount=12, MaskType=kind))
+
+    masked = DML_TENSOR_DESC(Desc=DML_BUFFER_TENSOR_DESC(
+        DataType=DML_TENSOR_DATA_TYPE_INT32, Sizes=(8, 12, 512, 512), Strides=(512, 0, 0, 1),
+        TotalTensorSizeInBytes=mask.nbytes))
+    b, cap, d = 4, 2048, 128  # one decoding step of 32 query heads on 8 key/value heads
+    dq = rng.standard_normal((b, 1, 32 * d), np.float32)
+    dk = rng.standard_normal((b, 1, 8 * d), np.float32)
+    cache = [rng.standard_normal((b, 8, cap, d), np.float32) for _ in range(2)]
+    lengths = np.full(b, cap - 1, np.int32)
+    decode = DML_OPERATOR_DESC(Desc=DML_MULTIHEAD_ATTENTION1_OPERATOR_DESC(
+        QueryTensor=tensor_desc(dq), KeyTensor=tensor_desc(dk), ValueTensor=tensor_desc(dk),
+        PastSequenceLengthsTensor=tensor_desc(lengths), OutputTensor=tensor_desc(dq),
+        OutputPresentKeyTensor=tensor_desc(cache[0]),
+        OutputPresentValueTensor=tensor_desc(cache[1]), Scale=0.088, MaskFilterValue=-1e4,
+        QueryHeadCount=32, KeyValueHeadCount=8, MaskType=none))
+    return {
+        "MHA [8,512,12x64]": (mha(), [q, k, v] + [None] * 8, [np.empty_like(q), None, None]),
+        "MHA boolean mask": (mha(masked, DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN),
+                             [q, k, v, None, None, None, None, mask, None, None, None],
+                             [np.empty_like(q), None, None]),
+        "MHA1 decode, cache 2048": (decode, [dq, dk, dk] + [None] * 8 + [lengths],
+                                    [np.empty_like(dq), *cache]),
+    }
+
+
 def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int,
             repeat: int) -> tuple[float, float]:
     """Median seconds of ``run`` with the lever on, then off (interleaved rounds)."""
@@ -202,7 +242,7 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile"])
+    p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile", "attention"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", default="", help="run the workloads whose name holds this text")
@@ -210,11 +250,11 @@ def main() -> int:
     cases = {"pool": lambda: {**_elementwise(), **_movement(), **_compute()},
              "reduce": _reductions, "claim": _compute,
              "stream": _elementwise,
-             "tile": _transposes}[args.lever]()
+             "tile": _transposes, "attention": _attention}[args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
                "claim": ("claimed", "ranges"),
                "stream": ("streamed", "cached"),
-               "tile": ("tiled", "rows")}[args.lever]
+               "tile": ("tiled", "rows"), "attention": ("kernel", "python")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
         if args.only not in name:
@@ -230,6 +270,8 @@ def main() -> int:
                 pool.ENABLED = value
             elif args.lever == "claim":
                 qgemm.CLAIM = value
+            elif args.lever == "attention":
+                attention.KERNEL = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:

@@ -31,9 +31,12 @@ KeyValueHeadCount groups the query heads: head h reads key/value head h // (Hq /
   passed as they are, others packed once per dispatch into dense FLOAT32 copies. Work is cut
   into tasks of (batch, head, block of query rows) from the shape alone; each task runs a
   single-threaded ``?gemm`` for the scores (Scale as alpha), adds the bias and mask in place,
-  takes exp(x - rowmax) (NumPy's row maxima, ``attention_kernels.exp_shifted``'s vectorised
-  float32 exp), multiplies by V with a second ``?gemm`` and divides each row by its sum
-  (NumPy's). Tasks run on a pool of Numba's thread count; the bytes do not depend on it.
+  takes exp(x - rowmax) (vectorised float32 exp), multiplies by V with a second ``?gemm`` and
+  divides each row by its sum. The tasks are ``attention_kernels.attention_task``, a task
+  kernel on the worker pool (``_launch``); what it does not take (the
+  KEY_QUERY_SEQUENCE_LENGTH_START_END mask, a FLOAT16 RelativePositionBias, no callable BLAS)
+  runs as Python tasks on a thread pool with NumPy's row maxima and sums. The bytes do not
+  depend on the thread count.
 - **PastSequenceLengthsTensor** (MULTIHEAD_ATTENTION1; its page says "TBD"; read as ONNX
   Runtime's GroupQueryAttention uses it, docs/decisions.md): a causal KV cache. Item b's keys
   are the first L[b] rows of the past (PastKey/PastValue, or without them the present
@@ -71,6 +74,7 @@ RANGES = MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_KEY_QUERY_SEQUENCE_LENGTH_START_
 KERNEL_TYPES = (T.DML_TENSOR_DATA_TYPE_FLOAT32, T.DML_TENSOR_DATA_TYPE_FLOAT16,
                 T.DML_TENSOR_DATA_TYPE_INT32)
 SCORES = 1 << 18  # elements of one task's score block (1 MB of FLOAT32: stays in L2)
+KERNEL = True  # the task kernel where it applies; False: Python tasks (tools/ab_levers.py)
 INPUTS = ("QueryTensor", "KeyTensor", "ValueTensor", "StackedQueryKeyTensor",
           "StackedKeyValueTensor", "StackedQueryKeyValueTensor", "BiasTensor", "MaskTensor",
           "RelativePositionBiasTensor", "PastKeyTensor", "PastValueTensor")
@@ -301,6 +305,16 @@ def _no_overlap(src: Src) -> bool:
     return True
 
 
+def _data(a: np.ndarray | None) -> int:
+    """An array's data address (0 for none)."""
+    return 0 if a is None else int(a.__array_interface__["data"][0])
+
+
+def _head(a: np.ndarray) -> np.ndarray:
+    """A one-element view at an array's first element: a task launch passes its address."""
+    return np.lib.stride_tricks.as_strided(a, (1,), (a.itemsize,))
+
+
 _pools: dict[tuple[int, int], Any] = {}
 _pools_lock = threading.Lock()
 
@@ -430,6 +444,15 @@ class AttentionPlan:
         group = sh.hq // sh.hkv
         scale, f = self.scale, np.float32(self.filter)
         boolean = self.shape.mask_type == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN
+        if KERNEL and blas.direct(F32) and sh.mask_type != RANGES and (
+                sh.rpb is None or sh.rpb.dtype == F32):
+            self._launch(q, k, v, o, rpb, mask, past)
+            if not self.direct_out:
+                self._store(regions, sh.out, o)
+            if sh.present is not None:
+                self._present(regions, space, k, v, past)
+            self.spare.keep(space)
+            return
         tasks = self.tasks()
         workers = space["scores"].shape[0]
         if sh.mask_type == RANGES:
@@ -540,6 +563,53 @@ class AttentionPlan:
             lo, hi = (min(max(int(x), 0), rows) for x in (starts[c], starts[c + 1]))
             owner[lo:hi] = c
         return owner, spans
+
+    def _launch(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, o: np.ndarray,
+                rpb: np.ndarray | None, mask: np.ndarray | None,
+                past: np.ndarray | None) -> None:
+        """Every task as ``attention_kernels.attention_task`` on the worker pool: the FLOAT32
+        operands (packed or as bound) by address and element strides, single-threaded BLAS
+        calls inside the tasks, no Python per task."""
+        from ..kernels import tasks
+        from . import attention_kernels as ak
+        from . import blas
+
+        sh = self.shape
+        table = np.empty((sh.batch, 3), np.int64)  # per item: lo, hi (a key range), keys read
+        table[:, 0], table[:, 1] = 0, sh.total
+        table[:, 2] = sh.total if past is None else past + sh.kv_seq
+        kind = ak.NO_MASK
+        if mask is not None:
+            if sh.mask_type == MASK.DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN:
+                kind = ak.BOOLEAN
+            else:
+                kind = ak.KEY_RANGE
+                rows = mask[0, 0, :, :].astype(np.int64)
+                table[:, 1] = np.clip(rows[0], 0, sh.total)
+                if len(rows) > 1:
+                    table[:, 0] = np.clip(rows[1], 0, sh.total)
+        gemm, wide = blas.address(F32)
+        layout = []
+        for a, rows_, cols in ((q, sh.seq, sh.d), (k, sh.total, sh.d), (v, sh.total, sh.dv),
+                               (o, sh.seq, sh.dv)):
+            found = blas_layout(rows_, cols, a.strides[2] // 4, a.strides[3] // 4)
+            assert found is not None  # packed where not (build)
+            layout += [int(found[0]), int(found[1])]
+
+        def strides(a: np.ndarray | None) -> list[int]:
+            return [0] * 4 if a is None else [s // a.itemsize for s in a.strides]
+
+        blocks = -(-sh.seq // self.rows)
+        fields = [gemm, wide, sh.hq, sh.hq // sh.hkv, sh.seq, self.rows, blocks, sh.d, sh.dv,
+                  *np.array([self.scale, self.filter]).view(np.int64).tolist(), kind,
+                  int(past is not None), _data(mask), _data(rpb), _data(table),
+                  *strides(q), *strides(k), *strides(v), *strides(o), *strides(mask),
+                  *strides(rpb), *layout]
+        block = tasks.block(fields)
+        fn = tasks.address(ak.attention_task, "float32", "float32")
+        with blas.single_threaded_calls():
+            tasks.run(fn, block, sh.batch * sh.hq * blocks, _head(q), _head(o), _head(k),
+                      _head(v), claim=True)
 
     def _past_lengths(self, regions: Mapping[str, np.ndarray]) -> np.ndarray:
         """PastSequenceLengthsTensor's valid past rows per batch item: its values (a FLOAT
