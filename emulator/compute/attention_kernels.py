@@ -31,16 +31,15 @@ RelativePositionBias, no callable BLAS).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from llvmlite import ir
 from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..kernels.blas_calls import address, sgemm_at
 from ..kernels.floats import bits_double
-from ..kernels.jit import helper, inline, reduction
+from ..kernels.jit import helper, reduction
 from ..kernels.strided import typed_pointer
 from ..kernels.tasks import HEAD, W, Z
 from ..kernels.vmath import exp32
@@ -72,76 +71,8 @@ NO_MASK, BOOLEAN, KEY_RANGE = 0, 1, 2
 # inside the stated bound), and exp32 of them would make subnormal intermediates, which Intel
 # cores take through ~100-cycle microcode assists (module doc).
 FLOOR = np.float32(-80.0)
-
-_I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
-_VOIDP = ir.IntType(8).as_pointer()
-
-
-def _sgemm_intrinsic(int_t: ir.Type) -> Any:
-    @intrinsic
-    def call(typingctx, fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc,
-             keep):  # pragma: no cover - code generation
-        """Row-major CBLAS sgemm at address ``fn``: C = alpha op(A) op(B) (beta 0; ``ta``,
-        ``tb``: 1 to transpose), A, B, C int64 addresses. ``keep``: an array the call reaches
-        through an address, passed so that Numba keeps it alive until the call (it frees an
-        array after its last use)."""
-        sig = types.void(types.int64, types.int64, types.int64, types.int64, types.int64,
-                         types.int64, types.float32, types.int64, types.int64, types.int64,
-                         types.int64, types.int64, types.int64, keep)
-        fn_type = ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, int_t, int_t, int_t, _F32,
-                                                  _VOIDP, int_t, _VOIDP, int_t, _F32, _VOIDP,
-                                                  int_t])
-
-        def codegen(context, builder, sig, args):
-            fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, _ = args
-
-            def i(v):
-                return builder.trunc(v, int_t) if int_t.width < 64 else v
-
-            def trans(v):  # CBLAS: 111 as it is, 112 transposed
-                return builder.trunc(builder.add(v, ir.Constant(_I64, 111)), _I32)
-
-            def p(v):
-                return builder.inttoptr(v, _VOIDP)
-
-            builder.call(builder.inttoptr(fn, fn_type.as_pointer()),
-                         [ir.Constant(_I32, 101), trans(ta), trans(tb), i(m), i(n), i(k), alpha,
-                          p(a), i(lda), p(b), i(ldb), ir.Constant(_F32, 0.0), p(c), i(ldc)])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return call
-
-
-_sgemm64, _sgemm32 = _sgemm_intrinsic(_I64), _sgemm_intrinsic(_I32)
-
-
-@intrinsic
-def _address(typingctx, ptr):  # pragma: no cover - code generation
-    """A typed pointer, or an array's data, as an int64 address."""
-    if isinstance(ptr, types.CPointer):
-        def codegen(context, builder, sig, args):
-            return builder.ptrtoint(args[0], _I64)
-    elif isinstance(ptr, types.Array):
-        def codegen(context, builder, sig, args):
-            ary = context.make_array(sig.args[0])(context, builder, args[0])
-            return builder.ptrtoint(ary.data, _I64)
-    else:
-        return None
-    return types.int64(ptr), codegen
-
-
+_F32 = ir.FloatType()
 _f32s, _i32s, _i64s = (typed_pointer(t) for t in (types.float32, types.int32, types.int64))
-
-
-@inline
-def _gemm(wide, fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc,
-          keep):  # pragma: no cover - compiled
-    if wide:
-        _sgemm64(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, keep)
-    else:
-        _sgemm32(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, keep)
 
 
 @intrinsic
@@ -189,14 +120,14 @@ def attention_task(xp, yp, pp, t):  # pragma: no cover - compiled
     lo, hi, n = bt[3 * b], bt[3 * b + 1], bt[3 * b + 2]
     scale = np.float32(bits_double(f[SCALE]))
     fv = np.float32(bits_double(f[FILTER]))
-    q = _address(xp) + 4 * (b * f[QS] + h * f[QS + 1] + r0 * f[QS + 2])
+    q = address(xp) + 4 * (b * f[QS] + h * f[QS + 1] + r0 * f[QS + 2])
     k = f[W] + 4 * (b * f[KS] + hk * f[KS + 1])
     v = f[Z] + 4 * (b * f[VS] + hk * f[VS + 1])
     ob = b * f[OS] + h * f[OS + 1] + r0 * f[OS + 2]
-    o = _address(yp) + 4 * ob
+    o = address(yp) + 4 * ob
     s = np.empty(m * n, np.float32)
-    _gemm(wide, fn, f[LAYOUT], 1 - f[LAYOUT + 2], m, n, dk, scale, q, f[LAYOUT + 1], k,
-          f[LAYOUT + 3], _address(s), n, s)
+    sgemm_at(wide, fn, f[LAYOUT], 1 - f[LAYOUT + 2], m, n, dk, scale, q, f[LAYOUT + 1], k,
+          f[LAYOUT + 3], address(s), n, s)
     kind = f[MASK]
     sums = np.empty(m, np.float64)
     for i in range(m):
@@ -247,12 +178,12 @@ def attention_task(xp, yp, pp, t):  # pragma: no cover - compiled
             row[j] = 0.0
         sums[i] = _row_sum(row, limit)
     if f[LAYOUT + 6] == 0:  # the output block row-major: O = P x V
-        _gemm(wide, fn, 0, f[LAYOUT + 4], m, dv, n, np.float32(1.0), _address(s), n, v,
+        sgemm_at(wide, fn, 0, f[LAYOUT + 4], m, dv, n, np.float32(1.0), address(s), n, v,
               f[LAYOUT + 5], o, f[LAYOUT + 7], s)
     else:  # column-major: O^T = V^T x P^T
-        _gemm(wide, fn, 1 - f[LAYOUT + 4], 1, dv, m, n, np.float32(1.0), v, f[LAYOUT + 5],
-              _address(s), n, o, f[LAYOUT + 7], s)
-    out = _f32s(_address(yp))
+        sgemm_at(wide, fn, 1 - f[LAYOUT + 4], 1, dv, m, n, np.float32(1.0), v, f[LAYOUT + 5],
+              address(s), n, o, f[LAYOUT + 7], s)
+    out = _f32s(address(yp))
     for i in range(m):
         at = ob + i * f[OS + 2]
         if sums[i] == 0.0:

@@ -17,13 +17,17 @@ output size, input size, stride, dilation, pad, up. The column matrix is dense f
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from llvmlite import ir
-from numba import carray, types
-from numba.extending import intrinsic
+from numba import carray
 
+from ..kernels.blas_calls import (
+    gemm_row_d32,
+    gemm_row_d64,
+    gemm_row_s32,
+    gemm_row_s64,
+    sgemm32,
+    sgemm64,
+)
 from ..kernels.floats import load32
 from ..kernels.jit import inline, kernel, prange
 from ..kernels.tasks import HEAD
@@ -237,52 +241,6 @@ def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
 
 
 # -- im2col and the product in one parallel loop ---------------------------------------------------
-_I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
-_VOIDP = ir.IntType(8).as_pointer()
-
-
-def _gemm_type(int_t: ir.Type) -> ir.FunctionType:
-    """CBLAS sgemm: order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc."""
-    return ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, int_t, int_t, int_t, _F32, _VOIDP,
-                                           int_t, _VOIDP, int_t, _F32, _VOIDP, int_t])
-
-
-def _sgemm_intrinsic(int_t: ir.Type) -> Any:
-    @intrinsic
-    def call(typingctx, fn, m, n, k, a, a_at, lda, b, ldb, beta, c, c_at,
-             ldc):  # pragma: no cover - code generation
-        """sgemm on arrays ``a`` (from byte ``a_at``), ``b`` and ``c`` (from byte ``c_at``).
-        The arrays themselves are the arguments, not their addresses: Numba frees an array
-        after its last use, and a buffer made in the kernel would otherwise be gone before
-        the call (freed memory, seen as a segmentation fault for large tiles)."""
-        sig = types.void(types.int64, types.int64, types.int64, types.int64, a, types.int64,
-                         types.int64, b, types.int64, types.float32, c, types.int64,
-                         types.int64)
-
-        def codegen(context, builder, sig, args):
-            fn, m, n, k, a, a_at, lda, b, ldb, beta, c, c_at, ldc = args
-
-            def i(v):
-                return builder.trunc(v, int_t) if int_t.width < 64 else v
-
-            def data(index, value, at=None):
-                ary = context.make_array(sig.args[index])(context, builder, value)
-                ptr = builder.bitcast(ary.data, _VOIDP)
-                return ptr if at is None else builder.gep(ptr, [at])
-
-            builder.call(builder.inttoptr(fn, _gemm_type(int_t).as_pointer()),
-                         [ir.Constant(_I32, 101), ir.Constant(_I32, 111), ir.Constant(_I32, 111),
-                          i(m), i(n), i(k), ir.Constant(_F32, 1.0), data(4, a, a_at), i(lda),
-                          data(7, b), i(ldb), beta, data(10, c, c_at), i(ldc)])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return call
-
-
-_sgemm64 = _sgemm_intrinsic(_I64)  # NumPy's OpenBLAS (64-bit integers)
-_sgemm32 = _sgemm_intrinsic(_I32)  # a plain CBLAS
 
 
 @kernel
@@ -318,59 +276,11 @@ def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no c
             beta = np.float32(1.0)
         w_at = g * cog * kc * 4
         if wide:
-            _sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+            sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
         else:
-            _sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+            sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
 
 
-def _gemm_calls_intrinsic(int_t: ir.Type, real_t: ir.Type) -> Any:
-    @intrinsic
-    def call(typingctx, fn, ints, reals, i):  # pragma: no cover - code generation
-        """``?gemm`` at address ``fn`` with row ``i`` of ``ints`` (transA, transB, M, N, K,
-        A, lda, B, ldb, C, ldc: addresses of bound buffers the caller holds) and ``reals``
-        (alpha, beta)."""
-        sig = types.void(types.int64, ints, reals, types.int64)
-        fn_type = ir.FunctionType(ir.VoidType(), [_I32, _I32, _I32, int_t, int_t, int_t, real_t,
-                                                  _VOIDP, int_t, _VOIDP, int_t, real_t, _VOIDP,
-                                                  int_t])
-
-        def codegen(context, builder, sig, args):
-            fn, ints, reals, i = args
-            iary = context.make_array(sig.args[1])(context, builder, ints)
-            rary = context.make_array(sig.args[2])(context, builder, reals)
-            row = builder.mul(i, ir.Constant(_I64, 11))
-
-            def at(k):
-                return builder.load(builder.gep(iary.data, [builder.add(row, ir.Constant(
-                    _I64, k))]))
-
-            def n(k):
-                v = at(k)
-                return builder.trunc(v, int_t) if int_t.width < 64 else v
-
-            def p(k):
-                return builder.inttoptr(at(k), _VOIDP)
-
-            def real(k):
-                v = builder.load(builder.gep(rary.data, [builder.add(builder.mul(
-                    i, ir.Constant(_I64, 2)), ir.Constant(_I64, k))]))
-                return builder.fptrunc(v, real_t) if isinstance(real_t, ir.FloatType) else v
-
-            trans = [builder.trunc(at(k), _I32) for k in (0, 1)]
-            builder.call(builder.inttoptr(fn, fn_type.as_pointer()),
-                         [ir.Constant(_I32, 101), *trans, n(2), n(3), n(4), real(0), p(5), n(6),
-                          p(7), n(8), real(1), p(9), n(10)])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return call
-
-
-_gemm_s64 = _gemm_calls_intrinsic(_I64, _F32)
-_gemm_s32 = _gemm_calls_intrinsic(_I32, _F32)
-_gemm_d64 = _gemm_calls_intrinsic(_I64, ir.DoubleType())
-_gemm_d32 = _gemm_calls_intrinsic(_I32, ir.DoubleType())
 
 
 FN, WIDE, DOUBLE, CALLS = range(HEAD, HEAD + 4)  # gemm_task's argument block, after HEAD
@@ -388,10 +298,10 @@ def gemm_task(ip, rp, pp, i):  # pragma: no cover - compiled
     reals = carray(rp, (f[CALLS], 2))
     if f[DOUBLE] != 0:
         if f[WIDE] != 0:
-            _gemm_d64(fn, ints, reals, i)
+            gemm_row_d64(fn, ints, reals, i)
         else:
-            _gemm_d32(fn, ints, reals, i)
+            gemm_row_d32(fn, ints, reals, i)
     elif f[WIDE] != 0:
-        _gemm_s64(fn, ints, reals, i)
+        gemm_row_s64(fn, ints, reals, i)
     else:
-        _gemm_s32(fn, ints, reals, i)
+        gemm_row_s32(fn, ints, reals, i)

@@ -38,10 +38,10 @@ from llvmlite import ir
 from numba import carray, types
 from numba.extending import intrinsic
 
+from ..kernels.blas_calls import sgemm32, sgemm64
 from ..kernels.jit import c_kernel, helper, kernel, prange
 from ..kernels.strided import call_activation, data_pointer
 from ..kernels.vmath import exp32, tanh32
-from .kernels import _sgemm32, _sgemm64
 
 RNN, GRU, LSTM = 0, 1, 2  # modes
 IDENTITY, SIGMOID, TANH = 0, 2, 4  # activation kinds (numbered as in emulator.activations)
@@ -53,9 +53,9 @@ _ONE = np.float32(1.0)
 def _product(gemm, wide, m, n, k, a, lda, b, ldb, c, c_at, ldc):  # pragma: no cover
     """c[.., c_at bytes on] = a·b (row-major, FLOAT32)."""
     if wide:
-        _sgemm64(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
+        sgemm64(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
     else:
-        _sgemm32(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
+        sgemm32(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
 
 
 def _activate32(bufp, n, kind, p0, p1):  # pragma: no cover - compiled
