@@ -205,6 +205,44 @@ def _ops():
             TransB=DML_MATRIX_TRANSFORM_NONE, Alpha=1.0, Beta=0.0)),
             [x.reshape(-1)[:4 * 16 * 24 * 40].reshape(4, 16, 24, 40),
              x.reshape(-1)[-4 * 16 * 40 * 8:].reshape(4, 16, 40, 8), None]),
+        # The recurrent loop (compute/rnn_kernels.loop: one job, its parts meeting at a barrier
+        # per phase); GRU's default form has two phases a step. Tasks of 64 hidden units.
+        "LSTM bidirectional": (DML_OPERATOR_DESC(Desc=DML_LSTM_OPERATOR_DESC(
+            InputTensor=desc(F32, (1, 5, 16, 24)), WeightTensor=desc(F32, (1, 2, 1024, 24)),
+            RecurrenceTensor=desc(F32, (1, 2, 1024, 256)), BiasTensor=None, HiddenInitTensor=None,
+            CellMemInitTensor=None, SequenceLengthsTensor=None, PeepholeTensor=None,
+            OutputSequenceTensor=desc(F32, (5, 2, 16, 256)), OutputSingleTensor=None,
+            OutputCellSingleTensor=None, ActivationDescs=[
+                DML_OPERATOR_DESC(Desc=d()) for d in (
+                    DML_ACTIVATION_SIGMOID_OPERATOR_DESC, DML_ACTIVATION_TANH_OPERATOR_DESC,
+                    DML_ACTIVATION_TANH_OPERATOR_DESC) * 2],
+            Direction=DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL, ClipThreshold=0.0,
+            UseClipThreshold=False, CoupleInputForget=False)),
+            [x.reshape(-1)[:5 * 16 * 24].reshape(1, 5, 16, 24),
+             rng.uniform(-0.05, 0.05, (1, 2, 1024, 24)).astype(np.float32),
+             rng.uniform(-0.05, 0.05, (1, 2, 1024, 256)).astype(np.float32)]),
+        "GRU two phases": (DML_OPERATOR_DESC(Desc=DML_GRU_OPERATOR_DESC(
+            InputTensor=desc(F32, (1, 4, 8, 24)), WeightTensor=desc(F32, (1, 1, 768, 24)),
+            RecurrenceTensor=desc(F32, (1, 1, 768, 256)), BiasTensor=None, HiddenInitTensor=None,
+            SequenceLengthsTensor=None, OutputSequenceTensor=desc(F32, (4, 1, 8, 256)),
+            OutputSingleTensor=None, ActivationDescs=[
+                DML_OPERATOR_DESC(Desc=d()) for d in (
+                    DML_ACTIVATION_SIGMOID_OPERATOR_DESC, DML_ACTIVATION_TANH_OPERATOR_DESC)],
+            Direction=DML_RECURRENT_NETWORK_DIRECTION_FORWARD, LinearBeforeReset=False)),
+            [x.reshape(-1)[:4 * 8 * 24].reshape(1, 4, 8, 24),
+             rng.uniform(-0.05, 0.05, (1, 1, 768, 24)).astype(np.float32),
+             rng.uniform(-0.05, 0.05, (1, 1, 768, 256)).astype(np.float32)]),
+        # Attention's task kernel (compute/attention_kernels.attention_task), claimed tasks.
+        "MULTIHEAD_ATTENTION boolean mask": (DML_OPERATOR_DESC(
+            Desc=DML_MULTIHEAD_ATTENTION_OPERATOR_DESC(
+                QueryTensor=desc(F32, (2, 40, 64)), KeyTensor=desc(F32, (2, 40, 64)),
+                ValueTensor=desc(F32, (2, 40, 64)), MaskTensor=desc(I32, (2, 4, 40, 40),
+                                                                     (40, 0, 0, 1)),
+                OutputTensor=desc(F32, (2, 40, 64)), Scale=0.25, MaskFilterValue=-1e4,
+                HeadCount=4, MaskType=DML_MULTIHEAD_ATTENTION_MASK_TYPE_BOOLEAN)),
+            [x.reshape(-1)[k * 5120:(k + 1) * 5120].reshape(2, 40, 64) for k in range(3)] +
+            [None, None, None, None,
+             (rng.random((2, 40)) < 0.8).astype(np.int32)]),
         "SLICE1 reversed f64": (DML_OPERATOR_DESC(Desc=DML_SLICE1_OPERATOR_DESC(
             InputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 1000)),
             OutputTensor=desc(DML_TENSOR_DATA_TYPE_FLOAT64, (64, 500)),

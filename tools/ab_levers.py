@@ -10,7 +10,7 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py attention  # task kernel vs Python tasks
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING,
-QUANTIZED_LINEAR_MATRIX_MULTIPLY);
+QUANTIZED_LINEAR_MATRIX_MULTIPLY, LSTM);
 ``reduce`` the same for issue 15's reduction workloads (task kernels, kernels/tasks.py: REDUCE,
 ARGMAX, CUMULATIVE_SUMMATION, SOFTMAX1, MVN2, BATCH_NORMALIZATION);
 ``stream`` streams the element-wise output from 1 thread or never (ADD, broadcast ADDs, CAST
@@ -131,8 +131,22 @@ def _compute() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
             OutputScaleTensor=scalar, OutputZeroPointTensor=zero, OutputTensor=tensor_desc(out))),
             [a, s, z, b, s, z, s, z], [out])
 
+    # LSTM hidden 512, sequence 128, batch 16 (issue 17's): the loop as one pool job with a
+    # barrier per step (compute/rnn_kernels.loop) or Numba's prange launch per step.
+    x = rng.standard_normal((1, 128, 16, 512)).astype(np.float32)
+    w, r = (rng.uniform(-0.04, 0.04, (1, 1, 2048, 512)).astype(np.float32) for _ in range(2))
+    y = np.empty((128, 1, 16, 512), np.float32)
+    acts = [DML_OPERATOR_DESC(Desc=d()) for d in (DML_ACTIVATION_SIGMOID_OPERATOR_DESC,
+                                                  DML_ACTIVATION_TANH_OPERATOR_DESC,
+                                                  DML_ACTIVATION_TANH_OPERATOR_DESC)]
+    lstm = DML_OPERATOR_DESC(Desc=DML_LSTM_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), WeightTensor=tensor_desc(w), RecurrenceTensor=tensor_desc(r),
+        OutputSequenceTensor=tensor_desc(y), ActivationDescs=acts,
+        Direction=DML_RECURRENT_NETWORK_DIRECTION_FORWARD, ClipThreshold=0.0,
+        UseClipThreshold=False, CoupleInputForget=False))
     return {"QLMM u8 [8,12,128,64] x [8,12,64,128]": qlmm((8, 12, 128, 64), (8, 12, 64, 128)),
-            "QLMM u8 [1,1,1024,1024]^2": qlmm((1, 1, 1024, 1024), (1, 1, 1024, 1024))}
+            "QLMM u8 [1,1,1024,1024]^2": qlmm((1, 1, 1024, 1024), (1, 1, 1024, 1024)),
+            "LSTM 512, seq 128, batch 16": (lstm, [x, w, r] + [None] * 5, [y, None, None])}
 
 
 def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:

@@ -368,6 +368,7 @@ class RecurrentPlan:
         dense FLOAT32 arrays): ``h``, ``c`` (batch, hidden) the initial state (``c`` left
         holding the last), ys (seq, batch, hidden) receives each live step's H; returns the
         last H."""
+        from ..kernels import pool
         from . import blas, rnn_kernels
 
         v, seq, batch, hs, op = self.v, self.seq, self.batch, self.hidden, self.op
@@ -419,7 +420,15 @@ class RecurrentPlan:
             scratch((tasks * 2 * blk,), np.dtype(np.float64), what, "an activation's row"),
             lens, ints, reals)
         with blas.single_threaded_calls():  # one single-threaded sgemm per task and step
-            rnn_kernels.run(*args)
+            if pool.available():
+                blk_ = np.zeros(rnn_kernels.LOOP_BLOCK, np.int64)
+                blk_[rnn_kernels.LOOP_FN:rnn_kernels.ARRIVED] = args[:4]
+                blk_[rnn_kernels.POINTERS:] = [a.__array_interface__["data"][0]
+                                               for a in args[4:]]
+                data = x.reshape(-1).view(np.uint8)
+                pool.run(pool.job(rnn_kernels.loop), blk_, tasks, data, data, data, data)
+            else:
+                rnn_kernels.run(*args)
         last = longest % 2
         return h2[last]
 

@@ -1,7 +1,9 @@
 """The recurrent rows' kernel (``recurrent.py``): the whole loop of one direction of an RNN,
-LSTM or GRU (``mode``) in one call of ``run``, a small parallel driver that calls one serial,
-C-callable task kernel by address (``task_address``; the shape of ``reduction/norm_kernels.py``:
-the task kernel is compiled once, not again inside each parallel loop).
+LSTM or GRU (``mode``) in one launch that calls one serial, C-callable task kernel by address
+(``task_address``; compiled once, not again inside each parallel loop): ``loop``, one job on the
+worker pool (``kernels/pool.py``) whose parts each own a fixed range of tasks for the whole
+loop and meet at a barrier after every phase (``pool.barrier``), or, where the pool is not
+available, ``run``, a ``prange`` launch per step and phase.
 
 **Tasks of hidden units.** The hidden units are cut into tasks of ``blk`` units
 (``recurrent.block``: about 16 tasks, a function of the shape only). A task owns, for every
@@ -40,7 +42,8 @@ from numba.extending import intrinsic
 
 from ..kernels.blas_calls import sgemm32, sgemm64
 from ..kernels.jit import c_kernel, helper, kernel, prange
-from ..kernels.strided import call_activation, data_pointer
+from ..kernels.pool import barrier
+from ..kernels.strided import call_activation, data_pointer, int64_pointer
 from ..kernels.vmath import exp32, tanh32
 
 RNN, GRU, LSTM = 0, 1, 2  # modes
@@ -375,6 +378,50 @@ def _call(typingctx, fn, task, s, phase, pointers):  # pragma: no cover - code g
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+# The pool's job (``loop``): its block after the pool's four address slots: the task kernel,
+# the task count, the steps, the phases a step, the barrier's arrivals, then the 20 arrays'
+# addresses in ``_entry``'s order.
+LOOP_FN, LOOP_COUNT, LOOP_LONGEST, LOOP_PHASES, ARRIVED, POINTERS = 4, 5, 6, 7, 8, 9
+LOOP_BLOCK = POINTERS + 20
+
+
+@intrinsic
+def _call_at(typingctx, fn, task, s, phase, block):  # pragma: no cover - code generation
+    """Call the task kernel at ``fn`` with the 20 data addresses at ``block[POINTERS:]``
+    (``block``: the int64 block's address)."""
+    sig = types.void(types.int64, types.int64, types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        fn, task, s, phase, block = args
+        slots = builder.inttoptr(block, ir.IntType(64).as_pointer())
+        ptrs = [builder.inttoptr(builder.load(builder.gep(slots, [ir.Constant(
+            ir.IntType(64), POINTERS + i)])), ir.IntType(8).as_pointer()) for i in range(20)]
+        builder.call(builder.inttoptr(fn, _TASK_FN.as_pointer()), [task, s, phase, *ptrs])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def loop(block, part, parts):  # pragma: no cover - compiled
+    """The whole loop of one direction as one job on the worker pool: part p owns the tasks
+    [count p / parts, count (p + 1) / parts) from the packing to the last step (their packed
+    blocks stay in its core's cache), and the parts meet at a barrier after each phase instead
+    of one parallel launch per step and phase (``run``)."""
+    b = carray(int64_pointer(block), LOOP_BLOCK)
+    fn, count = b[LOOP_FN], b[LOOP_COUNT]
+    first, end = count * part // parts, count * (part + 1) // parts
+    for task in range(first, end):
+        _call_at(fn, task, 0, 2, block)
+    k = 1
+    barrier(b, ARRIVED, parts, k)
+    for s in range(b[LOOP_LONGEST]):
+        for phase in range(b[LOOP_PHASES]):
+            for task in range(first, end):
+                _call_at(fn, task, s, phase, block)
+            k += 1
+            barrier(b, ARRIVED, parts, k)
 
 
 @kernel

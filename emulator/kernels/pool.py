@@ -150,6 +150,22 @@ def address(typingctx, arr):  # pragma: no cover - code generation
 
 
 @helper
+def barrier(arr, slot, parts, k):  # pragma: no cover - compiled
+    """In a job of ``parts`` parts: wait until every part has arrived at the job's k-th barrier
+    (k = 1, 2, ...); ``arr[slot]`` counts the arrivals (0 when the launch starts). Every part
+    runs on a thread of its own, so all of them arrive; the atomics order each part's writes
+    before the barrier against every part's reads after it."""
+    _add(arr, slot, 1)
+    target = parts * k
+    start = _cycles()
+    while _load(arr, slot) < target:
+        if _cycles() - start < SPIN_CYCLES:
+            _pause()
+        else:  # more threads than cores: let the one that has not arrived run
+            _yield()
+
+
+@helper
 def _worker(ctl, tid):  # pragma: no cover - compiled
     """Worker ``tid``'s life: wait for a new word, run part ``tid`` if the launch has that many
     parts, count it done; return when the stop flag is set."""
