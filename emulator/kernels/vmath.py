@@ -122,15 +122,20 @@ def _exp_clamped(x, lo):  # pragma: no cover
     """exp(x + lo), x a float32 and lo a correction below half an ULP of x: 2**k · exp(r),
     x = k·ln 2 + r (k·ln 2's high part is exact, so r is x's distance from it plus lo), the
     scale applied in two halves (2**h · 2**(k-h), h = round(k/2)) so that a subnormal result is
-    rounded once and no half leaves the exponent range. x is clamped to [-104, 89] first (exp
-    rounds to 0 below, to inf above), in selects that let NaN through (a select that keeps x
-    when the comparison is false); NaN stays NaN through every later step."""
+    rounded once and no half leaves the exponent range. x is clamped to 89 first (exp rounds
+    to inf above), and below -104, where exp rounds to 0, 0 is selected and exp(0) computed
+    instead (exp(-104) itself came out 0 through subnormal products, which Intel cores run as
+    ~100-cycle microcode assists: a softmax over scores masked with -10,000 paid one for every
+    masked element). The selects let NaN through (they keep x when the comparison is false);
+    NaN stays NaN through every later step."""
     c = np.float32(89.0) if x > np.float32(89.0) else x
-    c = np.float32(-104.0) if c < np.float32(-104.0) else c
+    under = c < np.float32(-104.0)
+    c = np.float32(0.0) if under else c  # its result is 0 (below): no subnormal computed
     t, r = _reduce(c)
     th = fma(t - _SHIFT_32, _HALF_32, _SHIFT_32)  # h in th's shifter bits, k - h in tl's
     tl = t - (th - _SHIFT_32)
-    return _exp_reduced(r + lo) * pow2_shifted(th) * pow2_shifted(tl)
+    e = _exp_reduced(r + lo) * pow2_shifted(th) * pow2_shifted(tl)
+    return np.float32(0.0) if under else e
 
 
 @inline
