@@ -232,6 +232,22 @@ def _ops():
             [x.reshape(-1)[:4 * 8 * 24].reshape(1, 4, 8, 24),
              rng.uniform(-0.05, 0.05, (1, 1, 768, 24)).astype(np.float32),
              rng.uniform(-0.05, 0.05, (1, 1, 768, 256)).astype(np.float32)]),
+        # The depthwise convolution's planes (compute/kernels.depthwise_task), stride 1 and 2.
+        "CONVOLUTION depthwise": (DML_OPERATOR_DESC(Desc=DML_CONVOLUTION_OPERATOR_DESC(
+            InputTensor=desc(F32, img.shape), FilterTensor=desc(F32, (8, 1, 3, 3)),
+            BiasTensor=desc(F32, (1, 8, 1, 1)), OutputTensor=desc(F32, (2, 8, 32, 32)),
+            Mode=DML_CONVOLUTION_MODE_CROSS_CORRELATION,
+            Direction=DML_CONVOLUTION_DIRECTION_FORWARD, DimensionCount=2, Strides=[1, 1],
+            Dilations=[1, 1], StartPadding=[1, 1], EndPadding=[1, 1], OutputPadding=[0, 0],
+            GroupCount=8, FusedActivation=None)),
+            [img, x.reshape(-1)[:72].reshape(8, 1, 3, 3), chan]),
+        "CONVOLUTION depthwise stride 2": (DML_OPERATOR_DESC(Desc=DML_CONVOLUTION_OPERATOR_DESC(
+            InputTensor=desc(F32, img.shape), FilterTensor=desc(F32, (8, 1, 3, 3)),
+            BiasTensor=None, OutputTensor=desc(F32, (2, 8, 16, 16)),
+            Mode=DML_CONVOLUTION_MODE_CONVOLUTION, Direction=DML_CONVOLUTION_DIRECTION_FORWARD,
+            DimensionCount=2, Strides=[2, 2], Dilations=[1, 1], StartPadding=[1, 1],
+            EndPadding=[0, 0], OutputPadding=[0, 0], GroupCount=8, FusedActivation=None)),
+            [img, x.reshape(-1)[:72].reshape(8, 1, 3, 3), None]),
         # Attention's task kernel (compute/attention_kernels.attention_task), claimed tasks.
         "MULTIHEAD_ATTENTION boolean mask": (DML_OPERATOR_DESC(
             Desc=DML_MULTIHEAD_ATTENTION_OPERATOR_DESC(
@@ -306,6 +322,11 @@ def test_the_pool_and_the_prange_driver_write_the_same_bytes(name, restore, monk
     if name.startswith("LP_NORMALIZATION"):
         want = inputs[0] / np.sqrt((inputs[0].astype(np.float64) ** 2).sum(axis=0) + 1e-5)
         np.testing.assert_allclose(results[1][0], want, rtol=1e-6)
+    if name == "CONVOLUTION depthwise":
+        padded = np.pad(inputs[0], ((0, 0), (0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+        want = np.einsum("ncijkl,ckl->ncij", win, inputs[1][:, 0]) + inputs[2]
+        np.testing.assert_allclose(results[1][0], want, rtol=1e-5, atol=1e-5)
     if name.startswith("GEMM"):
         np.testing.assert_allclose(results[1][0], inputs[0] @ inputs[1], rtol=1e-4, atol=1e-4)
     if name.startswith("SLICE1"):

@@ -195,6 +195,23 @@ class ConvPlan:
             f = np.flip(f, tuple(range(3, f.ndim)))
         np.copyto(w.reshape(f.shape), f, casting="unsafe")
 
+    def _depthwise(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray,
+                   out: np.ndarray) -> None:
+        """The depthwise kernel, a task per (image, channel) plane on the worker pool
+        (``kernels.depthwise_task``), or its ``prange`` form where the pool is unavailable."""
+        from ..kernels import pool, tasks
+        from . import kernels
+
+        assert self.out_strides is not None
+        if not pool.available():
+            kernels.depthwise(x, self.input_strides, self.geo, w, bias, out, self.out_strides)
+            return
+        block = tasks.block([x.size, out.size, w.size, bias.size, *[0] * 6])
+        tasks.store_arrays(block, kernels.DW_XS, self.input_strides, self.geo, self.out_strides)
+        fn = tasks.address(kernels.depthwise_task, str(x.dtype), "float32")
+        planes = int(self.geo[kernels.G_N] * self.geo[kernels.G_G])
+        tasks.run(fn, block, planes, x, out, w, bias, work=out.size)
+
     def bias_values(self, regions: Mapping[str, np.ndarray], count: int) -> np.ndarray:
         """The bias, one float32 per output channel (zeros without a bias)."""
         bias = np.zeros(count, np.float32)
@@ -219,9 +236,8 @@ class ConvPlan:
         product = space["conv_out"].reshape(-1) if self.target is not None else \
             float_view(regions["OutputTensor"], 4)
         if self.matmul is None:
-            kernels.depthwise(x, self.input_strides, self.geo, space["filter"].reshape(-1),
-                              self.bias_values(regions, self.w_shape[0]), product,
-                              self.out_strides)
+            self._depthwise(x, space["filter"].reshape(-1),
+                            self.bias_values(regions, self.w_shape[0]), product)
         elif self.tiled():
             gemm, wide = blas.address(np.dtype(np.float32))
             bias = self.bias_values(regions, self.w_shape[0] * self.w_shape[1]) \

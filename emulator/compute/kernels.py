@@ -18,7 +18,7 @@ output size, input size, stride, dilation, pad, up. The column matrix is dense f
 from __future__ import annotations
 
 import numpy as np
-from numba import carray
+from numba import carray, types
 
 from ..kernels.blas_calls import (
     gemm_row_d32,
@@ -30,11 +30,18 @@ from ..kernels.blas_calls import (
 )
 from ..kernels.floats import load32
 from ..kernels.jit import inline, kernel, prange
-from ..kernels.tasks import HEAD
+from ..kernels.strided import typed_pointer
+from ..kernels.tasks import HEAD, W, Z, byte_array
 
 G_N, G_G, G_CG, G_SPATIAL = 0, 1, 2, 3  # then 7 per spatial dimension
 FIELDS = 7  # kernel, out, in, stride, dilation, pad, up
 IM2COL_BLOCK = 1024  # output positions per im2col task
+# depthwise_task's block after HEAD: the lengths of x, y, the filter and the bias, then three
+# arrays (address and byte length each: tasks.store_arrays).
+DW_XN, DW_YN, DW_WN, DW_BN, DW_XS, DW_GEO, DW_OS = (HEAD, HEAD + 1, HEAD + 2, HEAD + 3,
+                                                    HEAD + 4, HEAD + 6, HEAD + 8)
+DW_END = HEAD + 10
+_f32s = typed_pointer(types.float32)
 
 
 @inline
@@ -142,6 +149,92 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
                    image * kc * positions + first, positions)
 
 
+@inline
+def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
+    """Plane ``task`` = (n, c) of ``depthwise`` (whose doc says how)."""
+    channels = geo[G_G]
+    k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
+    o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    e0 = (o0 - 1) * geo[6] + (k0 - 1) * geo[7] + 1  # the padded window's extents
+    e1 = (o1 - 1) * geo[6 + FIELDS] + (k1 - 1) * geo[7 + FIELDS] + 1
+    e2 = (o2 - 1) * geo[6 + 2 * FIELDS] + (k2 - 1) * geo[7 + 2 * FIELDS] + 1
+    in0, in1, in2 = geo[5], geo[5 + FIELDS], geo[5 + 2 * FIELDS]
+    p0, p1, p2 = geo[8], geo[8 + FIELDS], geo[8 + 2 * FIELDS]
+    taps = k0 * k1 * k2
+    lo2, hi2 = min(max(p2, 0), e2), min(max(p2 + in2, 0), e2)  # the input's part of a line
+    unit = geo[6] == 1 and geo[6 + FIELDS] == 1 and geo[6 + 2 * FIELDS] == 1
+    channel = task % channels
+    n = task // channels
+    plane = np.empty(e0 * e1 * e2, np.float32)
+    base = n * xs[0] + channel * xs[1]
+    for v0 in range(e0):
+        i0 = v0 - p0
+        for v1 in range(e1):
+            i1 = v1 - p1
+            row = np.uint64((v0 * e1 + v1) * e2)
+            if i0 < 0 or i0 >= in0 or i1 < 0 or i1 >= in1:
+                for c in range(np.uint64(e2)):
+                    plane[row + c] = np.float32(0.0)
+                continue
+            line = base + i0 * xs[2] + i1 * xs[3] - p2 * xs[4]
+            for c in range(lo2):
+                plane[row + np.uint64(c)] = np.float32(0.0)
+            if xs[4] == 1:  # (a unit-stride line vectorises)
+                first = np.uint64(line + lo2)
+                for c in range(np.uint64(hi2 - lo2)):
+                    plane[row + np.uint64(lo2) + c] = load32(x, first + c)
+            else:
+                for c in range(lo2, hi2):
+                    plane[row + np.uint64(c)] = load32(x, line + c * xs[4])
+            for c in range(hi2, e2):
+                plane[row + np.uint64(c)] = np.float32(0.0)
+    b0 = bias[channel]
+    if unit:  # every tap is one shifted line over the whole plane (see above)
+        length = np.uint64(((o0 - 1) * e1 + (o1 - 1)) * e2 + o2)
+        acc = np.empty(length, np.float32)
+        for j in range(length):
+            acc[j] = b0
+        for t0 in range(k0):
+            for t1 in range(k1):
+                for t2 in range(k2):
+                    wt = w[channel * taps + (t0 * k1 + t1) * k2 + t2]
+                    shift = np.uint64((t0 * geo[7] * e1 + t1 * geo[7 + FIELDS]) * e2
+                                      + t2 * geo[7 + 2 * FIELDS])
+                    for j in range(length):
+                        acc[j] += wt * plane[shift + j]
+        for a in range(o0):
+            for b in range(o1):
+                o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
+                r = np.uint64((a * e1 + b) * e2)
+                if os[4] == 1:
+                    for c in range(np.uint64(o2)):
+                        out[np.uint64(o) + c] = acc[r + c]
+                else:
+                    for c in range(o2):
+                        out[o + c * os[4]] = acc[r + np.uint64(c)]
+        return
+    acc = np.empty(o2, np.float32)
+    st2, d2 = np.uint64(geo[6 + 2 * FIELDS]), np.uint64(geo[7 + 2 * FIELDS])
+    for a in range(o0):
+        for b in range(o1):
+            for c in range(np.uint64(o2)):
+                acc[c] = b0
+            for t0 in range(k0):
+                for t1 in range(k1):
+                    r0 = a * geo[6] + t0 * geo[7]
+                    r1 = b * geo[6 + FIELDS] + t1 * geo[7 + FIELDS]
+                    row = np.uint64((r0 * e1 + r1) * e2)
+                    tap = channel * taps + (t0 * k1 + t1) * k2
+                    for t2 in range(k2):
+                        wt = w[tap + t2]
+                        start = row + np.uint64(t2) * d2
+                        for c in range(np.uint64(o2)):
+                            acc[c] += wt * plane[start + c * st2]
+            o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
+            for c in range(o2):
+                out[o + c * os[4]] = acc[c]
+
+
 @kernel
 def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
     """A convolution whose groups each hold one input and one output channel, directly:
@@ -156,88 +249,25 @@ def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
     tap's offset; the columns past the output's width are computed and dropped), long enough to
     vectorise where the output's own rows (14 elements in a ResNet/MobileNet layer) are not;
     at other strides each output row sums its taps' strided lines."""
-    n_count, channels = geo[G_N], geo[G_G]
-    k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
-    o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
-    e0 = (o0 - 1) * geo[6] + (k0 - 1) * geo[7] + 1  # the padded window's extents
-    e1 = (o1 - 1) * geo[6 + FIELDS] + (k1 - 1) * geo[7 + FIELDS] + 1
-    e2 = (o2 - 1) * geo[6 + 2 * FIELDS] + (k2 - 1) * geo[7 + 2 * FIELDS] + 1
-    in0, in1, in2 = geo[5], geo[5 + FIELDS], geo[5 + 2 * FIELDS]
-    p0, p1, p2 = geo[8], geo[8 + FIELDS], geo[8 + 2 * FIELDS]
-    taps = k0 * k1 * k2
-    lo2, hi2 = min(max(p2, 0), e2), min(max(p2 + in2, 0), e2)  # the input's part of a line
-    unit = geo[6] == 1 and geo[6 + FIELDS] == 1 and geo[6 + 2 * FIELDS] == 1
-    for task in prange(n_count * channels):
-        channel = task % channels
-        n = task // channels
-        plane = np.empty(e0 * e1 * e2, np.float32)
-        base = n * xs[0] + channel * xs[1]
-        for v0 in range(e0):
-            i0 = v0 - p0
-            for v1 in range(e1):
-                i1 = v1 - p1
-                row = np.uint64((v0 * e1 + v1) * e2)
-                if i0 < 0 or i0 >= in0 or i1 < 0 or i1 >= in1:
-                    for c in range(np.uint64(e2)):
-                        plane[row + c] = np.float32(0.0)
-                    continue
-                line = base + i0 * xs[2] + i1 * xs[3] - p2 * xs[4]
-                for c in range(lo2):
-                    plane[row + np.uint64(c)] = np.float32(0.0)
-                if xs[4] == 1:  # (a unit-stride line vectorises)
-                    first = np.uint64(line + lo2)
-                    for c in range(np.uint64(hi2 - lo2)):
-                        plane[row + np.uint64(lo2) + c] = load32(x, first + c)
-                else:
-                    for c in range(lo2, hi2):
-                        plane[row + np.uint64(c)] = load32(x, line + c * xs[4])
-                for c in range(hi2, e2):
-                    plane[row + np.uint64(c)] = np.float32(0.0)
-        b0 = bias[channel]
-        if unit:  # every tap is one shifted line over the whole plane (see above)
-            length = np.uint64(((o0 - 1) * e1 + (o1 - 1)) * e2 + o2)
-            acc = np.empty(length, np.float32)
-            for j in range(length):
-                acc[j] = b0
-            for t0 in range(k0):
-                for t1 in range(k1):
-                    for t2 in range(k2):
-                        wt = w[channel * taps + (t0 * k1 + t1) * k2 + t2]
-                        shift = np.uint64((t0 * geo[7] * e1 + t1 * geo[7 + FIELDS]) * e2
-                                          + t2 * geo[7 + 2 * FIELDS])
-                        for j in range(length):
-                            acc[j] += wt * plane[shift + j]
-            for a in range(o0):
-                for b in range(o1):
-                    o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
-                    r = np.uint64((a * e1 + b) * e2)
-                    if os[4] == 1:
-                        for c in range(np.uint64(o2)):
-                            out[np.uint64(o) + c] = acc[r + c]
-                    else:
-                        for c in range(o2):
-                            out[o + c * os[4]] = acc[r + np.uint64(c)]
-            continue
-        acc = np.empty(o2, np.float32)
-        st2, d2 = np.uint64(geo[6 + 2 * FIELDS]), np.uint64(geo[7 + 2 * FIELDS])
-        for a in range(o0):
-            for b in range(o1):
-                for c in range(np.uint64(o2)):
-                    acc[c] = b0
-                for t0 in range(k0):
-                    for t1 in range(k1):
-                        r0 = a * geo[6] + t0 * geo[7]
-                        r1 = b * geo[6 + FIELDS] + t1 * geo[7 + FIELDS]
-                        row = np.uint64((r0 * e1 + r1) * e2)
-                        tap = channel * taps + (t0 * k1 + t1) * k2
-                        for t2 in range(k2):
-                            wt = w[tap + t2]
-                            start = row + np.uint64(t2) * d2
-                            for c in range(np.uint64(o2)):
-                                acc[c] += wt * plane[start + c * st2]
-                o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
-                for c in range(o2):
-                    out[o + c * os[4]] = acc[c]
+    for task in prange(geo[G_N] * geo[G_G]):
+        _depthwise_plane(task, x, xs, geo, w, bias, out, os)
+
+
+def depthwise_task(xp, yp, pp, task):  # pragma: no cover - compiled
+    """``depthwise`` as a task kernel (``kernels/tasks.py``) on the worker pool, one task a
+    plane (a ``prange`` launch cost ~0.1 ms on the Xeon, more than a MobileNet layer's work):
+    x the input (its type per variant), y the float32 output, w the packed filter, z the bias;
+    the block: the input's and output's lengths, then the strides and geometry arrays
+    (``store_arrays``)."""
+    f = carray(pp, DW_END)
+    x = carray(xp, f[DW_XN])
+    out = carray(yp, f[DW_YN])
+    w = carray(_f32s(f[W]), f[DW_WN])
+    bias = carray(_f32s(f[Z]), f[DW_BN])
+    xs = byte_array(pp, DW_XS).view(np.int64)
+    geo = byte_array(pp, DW_GEO).view(np.int64)
+    os = byte_array(pp, DW_OS).view(np.int64)
+    _depthwise_plane(task, x, xs, geo, w, bias, out, os)
 
 
 # -- im2col and the product in one parallel loop ---------------------------------------------------
