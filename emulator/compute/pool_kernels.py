@@ -307,11 +307,12 @@ def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cov
 
 @inline
 def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
-    """AVERAGE, LP or SUM over output row ``r`` into ``y``, a dense float64 scratch."""
+    """AVERAGE, LP or SUM over output row ``r`` into ``y`` (element strides YSTRIDES): a dense
+    float64 scratch, or a FLOAT32 output itself (each value rounded once as it is stored)."""
     d_l, h_l = g[6], g[12]
     w_out, w_k, w_s, w_l, w_p = g[15], g[16], g[17], g[18], g[19]
-    xb, _, kd0, kd1, kh0, kh1, d0, h0, _ = _place(g, q)
-    yb = np.uint64(r * w_out)  # y is a dense float64 scratch
+    xb, yb, kd0, kd1, kh0, kh1, d0, h0, _ = _place(g, q)
+    ysw = np.uint64(g[YSTRIDES + 4])
     step = np.uint64(w_s * g[XSTRIDES + 4])
     ow = np.uint64(w_out)
     for j in range(ow):
@@ -365,7 +366,7 @@ def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
                         acc[lo + j] += np.float64(x[off + j * step])
     if kind == SUM:
         for j in range(ow):
-            y[yb + j] = acc[j]
+            y[yb + j * ysw] = acc[j]
     elif kind == LP:
         for j in range(ow):
             s = acc[j]
@@ -373,11 +374,15 @@ def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
                 s = math.sqrt(s)
             elif p != 1.0:
                 s = math.pow(s, 1.0 / p)
-            y[yb + j] = s
+            y[yb + j * ysw] = s
     elif g[INCLUDE_PADDING] != 0:
         div = p  # the window size (the plan's: the geometry holds the live taps only)
-        for j in range(ow):
-            y[yb + j] = acc[j] / div
+        if ysw == 1:
+            for j in range(ow):
+                y[yb + j] = acc[j] / div
+        else:
+            for j in range(ow):
+                y[yb + j * ysw] = acc[j] / div
     else:
         rows = np.float64((kd1 - kd0) * (kh1 - kh0))
         for j in range(w_out):
@@ -385,7 +390,7 @@ def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
             for kw in range(w_k):
                 if jlo[kw] <= j < jhi[kw]:
                     cnt += 1
-            y[yb + np.uint64(j)] = acc[j] / (rows * cnt)
+            y[yb + np.uint64(j) * ysw] = acc[j] / (rows * cnt)
 
 
 @inline
@@ -446,11 +451,12 @@ def _sum_entry(xp, yp, pp, t):  # pragma: no cover
         _advance(g, q)
 
 
-def task_address(is_max: bool) -> int:
-    """The address of the MAX or the SUM task kernel, compiled (or loaded from the disk cache)
+def task_address(is_max: bool, y: str = "float64") -> int:
+    """The address of the MAX or the SUM task kernel (SUM writing ``y``: "float64" into a
+    dense scratch, "float32" into a FLOAT32 output), compiled (or loaded from the disk cache)
     on first use."""
     return address(_max_entry if is_max else _sum_entry, "float32",
-                   "float32" if is_max else "float64")
+                   "float32" if is_max else y)
 
 
 def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int,
@@ -458,11 +464,11 @@ def pool(x: np.ndarray, y: np.ndarray, ind: np.ndarray, g: np.ndarray, kind: int
     """Every output row of the pooling described by ``g`` (``GEOMETRY`` slots); x: float32
     1-D (the bound input or a dense copy). MAXIMUM: y float32 (the bound output or a dense
     scratch); ind: int64 indices, dense in the output's row-major order (written when
-    ``g[WANT_INDEX]``). AVERAGE (``p``: the window size), LP (P = ``p``), SUM: y float64,
-    dense."""
+    ``g[WANT_INDEX]``). AVERAGE (``p``: the window size), LP (P = ``p``), SUM: y float64
+    (dense), or for AVERAGE and LP the FLOAT32 output itself."""
     rows = int(g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1])
     blk = block([0] * FIELDS)
     store_arrays(blk, HEAD, ind, g)
     blk[[XN, YN, KIND, P]] = x.size, y.size, kind, np.float64(p).view(np.int64)
-    run(task_address(kind == MAXIMUM), blk, -(-rows // int(g[BLOCK])), x, y,
+    run(task_address(kind == MAXIMUM, str(y.dtype)), blk, -(-rows // int(g[BLOCK])), x, y,
         work=max(x.size, y.size))

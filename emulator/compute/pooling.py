@@ -163,9 +163,10 @@ def _from_keys(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 class PoolPlan:
     """AVERAGE, LP or MAX pooling of InputTensor into OutputTensor (and OutputIndicesTensor).
-    FLOAT32 is read (and, for MAX, written) as it lies; FLOAT16 is widened into a dense float32
-    copy (exact); AVERAGE and LP write dense float64 results, rounded once to the output's type
-    as they are stored through its strides. The integer types' MAX runs in NumPy
+    FLOAT32 is read and written as it lies (AVERAGE and LP round each float64 result once as
+    they store it); FLOAT16 is widened into a dense float32 copy (exact), and AVERAGE and LP
+    into FLOAT16 write dense float64 results, rounded once to the output's type as they are
+    stored through its strides. The integer types' MAX runs in NumPy
     (``_run_integers``)."""
 
     def __init__(self, name: str, kind: int, v: SimpleNamespace) -> None:
@@ -176,7 +177,9 @@ class PoolPlan:
         # LP's P; AVERAGE's divisor with IncludePadding (the whole window, live taps or not)
         self.p = float(getattr(v, "P", 0)) if kind == LP else float(math.prod(self.w.k))
         self.x_direct = self.x.data_type == F32
-        self.y_direct = kind == MAXIMUM and self.y.data_type == F32
+        # FLOAT32 results straight into the output (AVERAGE and LP rounded once as stored; a
+        # float64 scratch and a single-threaded NumPy pass over it took most of AVERAGE's time)
+        self.y_direct = kind in (MAXIMUM, AVERAGE, LP) and self.y.data_type == F32
         self.integers = self.x.data_type not in FLOATS
         self.g = self.w.geometry(
             self.x.sizes, self.x.strides if self.x_direct else _packed(self.x.sizes),
