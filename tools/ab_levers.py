@@ -8,6 +8,7 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py stream   # streamed vs cached output stores
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py attention  # task kernel vs Python tasks
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py small-gemm  # LSTM steps: own sgemm vs BLAS
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING,
 QUANTIZED_LINEAR_MATRIX_MULTIPLY, LSTM);
@@ -19,7 +20,9 @@ f32 -> f16, GREATER, EXP, TANH, ERF); ``attention`` switches
 mask, and MULTIHEAD_ATTENTION1 decoding one query over a KV cache of 2,048); ``tile``
 switches the tiled order of an IDENTITY over a transposed input off (four transposes). Prints
 the median ms of each side. These measured the decisions in docs/decisions.md ("Element-wise
-launches on an own worker pool"), kernels/strided.py and compute/attention.py.
+launches on an own worker pool"), kernels/strided.py, compute/attention.py and
+kernels/sgemm.py (``small-gemm`` switches ``emulator.compute.recurrent.SMALL_GEMM``: the
+recurrent steps' products on the small-shape kernel or the BLAS; LSTM and GRU).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Prepared
 from descriptors import *
-from emulator.compute import attention
+from emulator.compute import attention, recurrent
 from emulator.kernels import pool, qgemm, strided
 
 F32 = DML_TENSOR_DATA_TYPE_FLOAT32
@@ -256,7 +259,8 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile", "attention"])
+    p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile", "attention",
+                                     "small-gemm"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", default="", help="run the workloads whose name holds this text")
@@ -264,11 +268,14 @@ def main() -> int:
     cases = {"pool": lambda: {**_elementwise(), **_movement(), **_compute()},
              "reduce": _reductions, "claim": _compute,
              "stream": _elementwise,
-             "tile": _transposes, "attention": _attention}[args.lever]()
+             "tile": _transposes, "attention": _attention,
+             "small-gemm": lambda: {k: v for k, v in _compute().items() if "LSTM" in k}}[
+        args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
                "claim": ("claimed", "ranges"),
                "stream": ("streamed", "cached"),
-               "tile": ("tiled", "rows"), "attention": ("kernel", "python")}[args.lever]
+               "tile": ("tiled", "rows"), "attention": ("kernel", "python"),
+               "small-gemm": ("own", "blas")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
         if args.only not in name:
@@ -286,6 +293,8 @@ def main() -> int:
                 qgemm.CLAIM = value
             elif args.lever == "attention":
                 attention.KERNEL = value
+            elif args.lever == "small-gemm":
+                recurrent.SMALL_GEMM = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:

@@ -69,6 +69,9 @@ BACKWARD = DIR.DML_RECURRENT_NETWORK_DIRECTION_BACKWARD
 BIDIRECTIONAL = DIR.DML_RECURRENT_NETWORK_DIRECTION_BIDIRECTIONAL
 GATES = {OP.DML_OPERATOR_RNN: 1, OP.DML_OPERATOR_GRU: 3, OP.DML_OPERATOR_LSTM: 4}
 PER_DIRECTION = {OP.DML_OPERATOR_RNN: 1, OP.DML_OPERATOR_GRU: 2, OP.DML_OPERATOR_LSTM: 3}
+# The steps' products H·Rᵀ (M = the batch) on kernels/sgemm.py instead of the BLAS
+# (tools/ab_levers.py small-gemm measures the two).
+SMALL_GEMM: bool = True
 KERNEL: bool = True  # the loop in rnn_kernels.py where sgemm is called directly; False: NumPy's
 # (the tests and the benchmark script compare them)
 
@@ -399,7 +402,7 @@ class RecurrentPlan:
                          int(lstm and bool(v.UseClipThreshold)),
                          int(lstm and bool(v.CoupleInputForget)), int(lbr), int(peep is not None),
                          gemm, int(wide), fn, rnn_kernels.activation32_address(),
-                         *(kind for kind, _, _ in acts)], np.int64)
+                         *(kind for kind, _, _ in acts), int(SMALL_GEMM)], np.int64)
         reals = np.array([float(v.ClipThreshold) if lstm else 0.0,
                           *(q for _, p0, p1 in acts for q in (p0, p1))], np.float64)
         longest = int(lens.max()) if batch else 0

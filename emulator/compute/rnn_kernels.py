@@ -40,9 +40,10 @@ from llvmlite import ir
 from numba import carray, types
 from numba.extending import intrinsic
 
-from ..kernels.blas_calls import sgemm32, sgemm64
+from ..kernels.blas_calls import address, sgemm32, sgemm64
 from ..kernels.jit import c_kernel, helper, kernel, prange
 from ..kernels.pool import barrier
+from ..kernels.sgemm import sgemm as small_sgemm
 from ..kernels.strided import call_activation, data_pointer, int64_pointer
 from ..kernels.vmath import exp32, tanh32
 
@@ -54,8 +55,11 @@ _ONE = np.float32(1.0)
 
 @helper
 def _product(gemm, wide, m, n, k, a, lda, b, ldb, c, c_at, ldc):  # pragma: no cover
-    """c[.., c_at bytes on] = a·b (row-major, FLOAT32)."""
-    if wide:
+    """c[.., c_at bytes on] = a·b (row-major, FLOAT32): the BLAS at address ``gemm``, or with
+    ``gemm`` 0 the small-shape kernel ``kernels/sgemm.py``."""
+    if gemm == 0:
+        small_sgemm(m, n, k, address(a), lda, address(b), ldb, address(c) + c_at, ldc)
+    elif wide:
         sgemm64(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
     else:
         sgemm32(gemm, m, n, k, a, 0, lda, b, ldb, np.float32(0.0), c, c_at, ldc)
@@ -292,7 +296,8 @@ def _entry(task, s, phase, xp, wtp, bpp, rtp, rthp, rbhp, h2p, cp, peepp, ysp, x
            recp, tmpp, wp, rdp, wbufp, lensp, ip, rp):  # pragma: no cover - compiled
     """The task kernel (C-callable): phase 0 and 1 of step ``s`` (``_task_step``), or 2: the
     input projection. ``ints`` (INTS): mode, backward, blk, batch, hidden, seq, inputs,
-    use_clip, couple, lbr, has_peep, gemm, wide, fn, fn32, then the three activation kinds;
+    use_clip, couple, lbr, has_peep, gemm, wide, fn, fn32, the three activation kinds, and
+    whether the steps' products take the small-shape kernel (``kernels/sgemm.py``);
     ``reals``: clip, then the activations' (p0, p1) each."""
     ints = carray(ip, (INTS,))
     reals = carray(rp, (7,))
@@ -334,12 +339,13 @@ def _entry(task, s, phase, xp, wtp, bpp, rtp, rthp, rbhp, h2p, cp, peepp, ysp, x
     wbuf = carray(wbufp, (count * 2 * blk,))
     kinds = ints[15:18]
     params = reals[1:7]
+    step_gemm = 0 if ints[18] != 0 else gemm  # 0: the small-shape kernel
     _task_step(task, s, phase, mode, ints[1], blk, hc, hn, c, xw, bp, rt, rth, rbh, lens, peep,
-               kinds, params, reals[0], ints[7], ints[8], lbr, ys, gates, rec, tmp, wbuf, gemm,
-               wide, ints[13], ints[14])
+               kinds, params, reals[0], ints[7], ints[8], lbr, ys, gates, rec, tmp, wbuf,
+               step_gemm, wide, ints[13], ints[14])
 
 
-INTS = 18
+INTS = 19
 _F32P, _F64P, _I64P = (types.CPointer(t) for t in (types.float32, types.float64, types.int64))
 _TASK_SIG = types.void(types.int64, types.int64, types.int64, *([_F32P] * 16), _F64P, _I64P,
                        _I64P, _F64P)
