@@ -127,7 +127,7 @@ def attention_task(xp, yp, pp, t):  # pragma: no cover - compiled
     o = address(yp) + 4 * ob
     s = np.empty(m * n, np.float32)
     sgemm_at(wide, fn, f[LAYOUT], 1 - f[LAYOUT + 2], m, n, dk, scale, q, f[LAYOUT + 1], k,
-          f[LAYOUT + 3], address(s), n, s)
+             f[LAYOUT + 3], address(s), n, s)
     kind = f[MASK]
     sums = np.empty(m, np.float64)
     for i in range(m):
@@ -179,10 +179,10 @@ def attention_task(xp, yp, pp, t):  # pragma: no cover - compiled
         sums[i] = _row_sum(row, limit)
     if f[LAYOUT + 6] == 0:  # the output block row-major: O = P x V
         sgemm_at(wide, fn, 0, f[LAYOUT + 4], m, dv, n, np.float32(1.0), address(s), n, v,
-              f[LAYOUT + 5], o, f[LAYOUT + 7], s)
+                 f[LAYOUT + 5], o, f[LAYOUT + 7], s)
     else:  # column-major: O^T = V^T x P^T
         sgemm_at(wide, fn, 1 - f[LAYOUT + 4], 1, dv, m, n, np.float32(1.0), v, f[LAYOUT + 5],
-              address(s), n, o, f[LAYOUT + 7], s)
+                 address(s), n, o, f[LAYOUT + 7], s)
     out = _f32s(address(yp))
     for i in range(m):
         at = ob + i * f[OS + 2]
