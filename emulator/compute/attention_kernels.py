@@ -32,13 +32,10 @@ RelativePositionBias, no callable BLAS).
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import carray, types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from ..kernels.blas_calls import address, sgemm_at
-from ..kernels.floats import bits_double
+from ..kernels.floats import bits_double, maxnum32
 from ..kernels.jit import helper, reduction
 from ..kernels.strided import typed_pointer
 from ..kernels.tasks import HEAD, W, Z
@@ -71,23 +68,7 @@ NO_MASK, BOOLEAN, KEY_RANGE = 0, 1, 2
 # inside the stated bound), and exp32 of them would make subnormal intermediates, which Intel
 # cores take through ~100-cycle microcode assists (module doc).
 FLOOR = np.float32(-80.0)
-_F32 = ir.FloatType()
 _f32s, _i32s, _i64s = (typed_pointer(t) for t in (types.float32, types.int32, types.int64))
-
-
-@intrinsic
-def _maxnum(typingctx, a, b):  # pragma: no cover - code generation
-    """llvm.maxnum.f32: the larger, NaN ignored; a loop of it vectorises (a compare and select
-    does not: Numba puts no fast-math flags on the select)."""
-    if a != types.float32 or b != types.float32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_F32, [_F32, _F32]),
-                                            "llvm.maxnum.f32")
-        return builder.call(fn, args)
-
-    return types.float32(types.float32, types.float32), codegen
 
 
 @reduction
@@ -169,7 +150,7 @@ def attention_task(xp, yp, pp, t):  # pragma: no cover - compiled
         # NaN, hence the row's sum and every output of the row NaN, as the page's steps do.
         top = row[0]
         for j in range(np.uint64(1), np.uint64(limit)):
-            top = _maxnum(top, row[j])
+            top = maxnum32(top, row[j])
         for j in range(np.uint64(limit)):  # exp of a shift below -80 taken as 0 (module doc)
             x = row[j] - top
             e = exp32(FLOOR if x < FLOOR else x)
