@@ -189,6 +189,37 @@ def test_depthwise_and_grouped_channels_stay_in_their_group(device):
         np.testing.assert_allclose(out[:, c:c + 1], alone, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kernel", [(3, 3), (1, 3, 3), (3, 3, 3), (2, 3)],
+                         ids=["3x3", "1x3x3", "3x3x3", "2x3"])
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_depthwise_sums_in_tap_order_exactly(device, kernel, dilation):
+    """The depthwise kernel (3x3 in one pass, other windows tap by tap) adds bias + w * x over
+    the taps in row-major order, each product and sum rounded to float32: the same bytes as
+    that loop written out here, for 2-D and 3-D windows and dilations."""
+    rng = np.random.default_rng(len(kernel) * 10 + dilation)
+    d = len(kernel)
+    spatial = (4, 6, 7)[-d:]
+    x = rng.standard_normal((2, 5, *spatial)).astype(np.float32)
+    w = rng.standard_normal((5, 1, *kernel)).astype(np.float32)
+    bias = rng.standard_normal((1, 5) + (1,) * d).astype(np.float32)
+    pad = [(k - 1) * dilation // 2 for k in kernel]
+    out_sp = [s + 2 * p - (k - 1) * dilation for s, p, k in zip(spatial, pad, kernel)]
+    out = np.zeros((2, 5, *out_sp), np.float32)
+    device.execute(DML_CONVOLUTION_OPERATOR_DESC(
+        InputTensor=tensor_desc(x), FilterTensor=tensor_desc(w), BiasTensor=tensor_desc(bias),
+        OutputTensor=tensor_desc(out), Mode=CROSS, Direction=FORWARD, DimensionCount=d,
+        Strides=[1] * d, Dilations=[dilation] * d, StartPadding=pad, EndPadding=pad,
+        OutputPadding=[0] * d, GroupCount=5), [x, w, bias], [out])
+    padded = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    want = np.broadcast_to(bias, out.shape).copy()
+    for tap in np.ndindex(*kernel):
+        window = tuple(slice(t * dilation, t * dilation + o) for t, o in zip(tap, out_sp))
+        product = (w[:, 0][(slice(None), *tap)].reshape((1, 5) + (1,) * d)
+                   * padded[(slice(None), slice(None), *window)]).astype(np.float32)
+        want = (want + product).astype(np.float32)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
 def test_a_1x1_filter_reads_the_input_as_it_lies(device):
     """Stride 1, no padding: the input is the column matrix (no im2col), FLOAT16 and padded
     strides included."""

@@ -199,6 +199,8 @@ class ConvPlan:
                    out: np.ndarray) -> None:
         """The depthwise kernel, a task per (image, channel) plane on the worker pool
         (``kernels.depthwise_task``), or its ``prange`` form where the pool is unavailable."""
+        import numba
+
         from ..kernels import pool, tasks
         from . import kernels
 
@@ -206,11 +208,17 @@ class ConvPlan:
         if not pool.available():
             kernels.depthwise(x, self.input_strides, self.geo, w, bias, out, self.out_strides)
             return
-        block = tasks.block([x.size, out.size, w.size, bias.size, *[0] * 6])
+        planes = int(self.geo[kernels.G_N] * self.geo[kernels.G_G])
+        f = kernels.FIELDS
+        per = int(self.geo[4] * self.geo[4 + f] * self.geo[4 + 2 * f])  # outputs a plane
+        # a task: planes enough for ~16K outputs (its buffers allocated once), or fewer where
+        # that would leave a thread idle
+        threads = numba.get_num_threads()
+        each = max(1, min(-(-16384 // max(per, 1)), -(-planes // threads)))
+        block = tasks.block([x.size, out.size, w.size, bias.size, *[0] * 6, each])
         tasks.store_arrays(block, kernels.DW_XS, self.input_strides, self.geo, self.out_strides)
         fn = tasks.address(kernels.depthwise_task, str(x.dtype), "float32")
-        planes = int(self.geo[kernels.G_N] * self.geo[kernels.G_G])
-        tasks.run(fn, block, planes, x, out, w, bias, work=out.size)
+        tasks.run(fn, block, -(-planes // each), x, out, w, bias, work=out.size)
 
     def bias_values(self, regions: Mapping[str, np.ndarray], count: int) -> np.ndarray:
         """The bias, one float32 per output channel (zeros without a bias)."""

@@ -40,7 +40,8 @@ IM2COL_BLOCK = 1024  # output positions per im2col task
 # arrays (address and byte length each: tasks.store_arrays).
 DW_XN, DW_YN, DW_WN, DW_BN, DW_XS, DW_GEO, DW_OS = (HEAD, HEAD + 1, HEAD + 2, HEAD + 3,
                                                     HEAD + 4, HEAD + 6, HEAD + 8)
-DW_END = HEAD + 10
+DW_PLANES = HEAD + 10  # planes per task
+DW_END = HEAD + 11
 _f32s = typed_pointer(types.float32)
 
 
@@ -150,8 +151,11 @@ def im2col(x, xs, geo, col):  # pragma: no cover - compiled
 
 
 @inline
-def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
-    """Plane ``task`` = (n, c) of ``depthwise`` (whose doc says how)."""
+def _depthwise_plane(task, x, xs, geo, w, bias, out, os, plane,
+                     acc):  # pragma: no cover - compiled
+    """Plane ``task`` = (n, c) of ``depthwise`` (whose doc says how), in the caller's buffers
+    (``_depthwise_buffers``: allocated once for many planes, an allocation costing as much as
+    a small plane's work)."""
     channels = geo[G_G]
     k0, k1, k2 = geo[3], geo[3 + FIELDS], geo[3 + 2 * FIELDS]
     o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
@@ -165,20 +169,15 @@ def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - 
     unit = geo[6] == 1 and geo[6 + FIELDS] == 1 and geo[6 + 2 * FIELDS] == 1
     channel = task % channels
     n = task // channels
-    plane = np.empty(e0 * e1 * e2, np.float32)
     base = n * xs[0] + channel * xs[1]
-    for v0 in range(e0):
+    for c in range(np.uint64(e0 * e1 * e2)):  # the padding (one loop: short rows' loops cost
+        plane[c] = np.float32(0.0)             # more in their set-up than in their work)
+    for v0 in range(max(p0, 0), min(p0 + in0, e0)):
         i0 = v0 - p0
-        for v1 in range(e1):
+        for v1 in range(max(p1, 0), min(p1 + in1, e1)):
             i1 = v1 - p1
             row = np.uint64((v0 * e1 + v1) * e2)
-            if i0 < 0 or i0 >= in0 or i1 < 0 or i1 >= in1:
-                for c in range(np.uint64(e2)):
-                    plane[row + c] = np.float32(0.0)
-                continue
             line = base + i0 * xs[2] + i1 * xs[3] - p2 * xs[4]
-            for c in range(lo2):
-                plane[row + np.uint64(c)] = np.float32(0.0)
             if xs[4] == 1:  # (a unit-stride line vectorises)
                 first = np.uint64(line + lo2)
                 for c in range(np.uint64(hi2 - lo2)):
@@ -186,12 +185,32 @@ def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - 
             else:
                 for c in range(lo2, hi2):
                     plane[row + np.uint64(c)] = load32(x, line + c * xs[4])
-            for c in range(hi2, e2):
-                plane[row + np.uint64(c)] = np.float32(0.0)
     b0 = bias[channel]
+    if unit and o0 == 1 and k0 == 1 and k1 == 3 and k2 == 3:  # 3x3: nine taps in one pass,
+        length = np.uint64((o1 - 1) * e2 + o2)  # added in tap order as the loop below adds them
+        wb = channel * 9
+        w0, w1, w2, w3, w4, w5 = w[wb], w[wb + 1], w[wb + 2], w[wb + 3], w[wb + 4], w[wb + 5]
+        w6, w7, w8 = w[wb + 6], w[wb + 7], w[wb + 8]
+        d1 = np.uint64(geo[7 + FIELDS] * e2)
+        d2 = np.uint64(geo[7 + 2 * FIELDS])
+        for j in range(length):
+            acc[j] = ((((((((b0 + w0 * plane[j]) + w1 * plane[j + d2])
+                          + w2 * plane[j + d2 + d2]) + w3 * plane[j + d1])
+                        + w4 * plane[j + d1 + d2]) + w5 * plane[j + d1 + d2 + d2])
+                      + w6 * plane[j + d1 + d1]) + w7 * plane[j + d1 + d1 + d2]) \
+                + w8 * plane[j + d1 + d1 + d2 + d2]
+        for b in range(o1):
+            o = n * os[0] + channel * os[1] + b * os[3]
+            r = np.uint64(b * e2)
+            if os[4] == 1:
+                for c in range(np.uint64(o2)):
+                    out[np.uint64(o) + c] = acc[r + c]
+            else:
+                for c in range(o2):
+                    out[o + c * os[4]] = acc[r + np.uint64(c)]
+        return
     if unit:  # every tap is one shifted line over the whole plane (see above)
         length = np.uint64(((o0 - 1) * e1 + (o1 - 1)) * e2 + o2)
-        acc = np.empty(length, np.float32)
         for j in range(length):
             acc[j] = b0
         for t0 in range(k0):
@@ -213,7 +232,6 @@ def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - 
                     for c in range(o2):
                         out[o + c * os[4]] = acc[r + np.uint64(c)]
         return
-    acc = np.empty(o2, np.float32)
     st2, d2 = np.uint64(geo[6 + 2 * FIELDS]), np.uint64(geo[7 + 2 * FIELDS])
     for a in range(o0):
         for b in range(o1):
@@ -235,6 +253,17 @@ def _depthwise_plane(task, x, xs, geo, w, bias, out, os):  # pragma: no cover - 
                 out[o + c * os[4]] = acc[c]
 
 
+@inline
+def _depthwise_buffers(geo):  # pragma: no cover - compiled
+    """The zero-padded plane and the accumulator row ``_depthwise_plane`` works in."""
+    o0, o1, o2 = geo[4], geo[4 + FIELDS], geo[4 + 2 * FIELDS]
+    e0 = (o0 - 1) * geo[6] + (geo[3] - 1) * geo[7] + 1
+    e1 = (o1 - 1) * geo[6 + FIELDS] + (geo[3 + FIELDS] - 1) * geo[7 + FIELDS] + 1
+    e2 = (o2 - 1) * geo[6 + 2 * FIELDS] + (geo[3 + 2 * FIELDS] - 1) * geo[7 + 2 * FIELDS] + 1
+    length = ((o0 - 1) * e1 + (o1 - 1)) * e2 + o2  # the shifted line of a unit-stride plane
+    return np.empty(e0 * e1 * e2, np.float32), np.empty(max(length, o2), np.float32)
+
+
 @kernel
 def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
     """A convolution whose groups each hold one input and one output channel, directly:
@@ -250,15 +279,16 @@ def depthwise(x, xs, geo, w, bias, out, os):  # pragma: no cover - compiled
     vectorise where the output's own rows (14 elements in a ResNet/MobileNet layer) are not;
     at other strides each output row sums its taps' strided lines."""
     for task in prange(geo[G_N] * geo[G_G]):
-        _depthwise_plane(task, x, xs, geo, w, bias, out, os)
+        plane, acc = _depthwise_buffers(geo)
+        _depthwise_plane(task, x, xs, geo, w, bias, out, os, plane, acc)
 
 
 def depthwise_task(xp, yp, pp, task):  # pragma: no cover - compiled
-    """``depthwise`` as a task kernel (``kernels/tasks.py``) on the worker pool, one task a
-    plane (a ``prange`` launch cost ~0.1 ms on the Xeon, more than a MobileNet layer's work):
-    x the input (its type per variant), y the float32 output, w the packed filter, z the bias;
-    the block: the input's and output's lengths, then the strides and geometry arrays
-    (``store_arrays``)."""
+    """``depthwise`` as a task kernel (``kernels/tasks.py``) on the worker pool, a task a block
+    of DW_PLANES planes sharing one set of buffers: x the input (its type per variant), y the
+    float32 output, w the packed filter, z the bias; the block: the input's, output's, filter's
+    and bias's lengths, the strides and geometry arrays (``store_arrays``), the planes a
+    task."""
     f = carray(pp, DW_END)
     x = carray(xp, f[DW_XN])
     out = carray(yp, f[DW_YN])
@@ -267,7 +297,10 @@ def depthwise_task(xp, yp, pp, task):  # pragma: no cover - compiled
     xs = byte_array(pp, DW_XS).view(np.int64)
     geo = byte_array(pp, DW_GEO).view(np.int64)
     os = byte_array(pp, DW_OS).view(np.int64)
-    _depthwise_plane(task, x, xs, geo, w, bias, out, os)
+    plane, acc = _depthwise_buffers(geo)
+    planes = geo[G_N] * geo[G_G]
+    for p in range(task * f[DW_PLANES], min(planes, (task + 1) * f[DW_PLANES])):
+        _depthwise_plane(p, x, xs, geo, w, bias, out, os, plane, acc)
 
 
 # -- im2col and the product in one parallel loop ---------------------------------------------------
