@@ -139,18 +139,22 @@ def _address(context, builder, array_type, array, byte_offset):
     return builder.add(builder.ptrtoint(data, ir.IntType(64)), byte_offset)
 
 
-def _emit_tile_loop(builder, name, count, shape, b_loads, a_word, a_align, step, c_at, c_align):
-    """The k loop of an integer register tile, in LLVM IR, for both quantized paths.
+def _emit_tile_loop(builder, name, count, shape, b_loads, a_word, a_align, step, c_at, c_align,
+                    element=None):
+    """The k loop of a register tile, in LLVM IR: both quantized paths (``element`` i32, the
+    default) and ``kernels/sgemm.py`` (float).
 
-    ``shape`` = (rows, vectors, lanes): rows x vectors accumulators of <lanes x i32> start at zero
-    and stay in registers (phis) for all ``count`` steps. Step k loads the B vectors
-    (``b_loads(k)``), broadcasts one 32-bit word of A per row (from address ``a_word(k, r)``) and
+    ``shape`` = (rows, vectors, lanes): rows x vectors accumulators of <lanes x element> start at
+    zero and stay in registers (phis) for all ``count`` steps. Step k loads the B vectors
+    (``b_loads(k)``), broadcasts one element of A per row (from address ``a_word(k, r)``) and
     combines them: ``acc = step(acc, splat, b)``. Then accumulator (r, v) is stored at address
     ``c_at(r, v)`` (zero when ``count`` is 0)."""
     rows, vectors, lanes = shape
     i64, i32 = ir.IntType(64), ir.IntType(32)
-    vt = ir.VectorType(i32, lanes)
-    zero = ir.Constant(vt, [0] * lanes)
+    element = i32 if element is None else element
+    vt = ir.VectorType(element, lanes)
+    zero = ir.Constant(vt, [0.0 if isinstance(element, ir.FloatType) else 0] * lanes)
+    lanes0 = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)  # the broadcast's mask
     entry = builder.block
     body = builder.append_basic_block(f"{name}.body")
     done = builder.append_basic_block(f"{name}.done")
@@ -166,10 +170,11 @@ def _emit_tile_loop(builder, name, count, shape, b_loads, a_word, a_align, step,
     bv = b_loads(k)
     new = []
     for r in range(rows):
-        word = builder.load(builder.inttoptr(a_word(k, r), i32.as_pointer()), align=a_align)
+        word = builder.load(builder.inttoptr(a_word(k, r), element.as_pointer()),
+                            align=a_align)
         splat = builder.shuffle_vector(
             builder.insert_element(ir.Constant(vt, ir.Undefined), word, ir.Constant(i32, 0)),
-            ir.Constant(vt, ir.Undefined), ir.Constant(vt, [0] * lanes))
+            ir.Constant(vt, ir.Undefined), lanes0)
         new.append([step(acc[r][v], splat, bv[v]) for v in range(vectors)])
     k_next = builder.add(k, ir.Constant(i64, 1))
     k.add_incoming(k_next, body)

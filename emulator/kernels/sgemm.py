@@ -30,7 +30,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import helper
+from .jit import helper, inline
+from .qgemm import _emit_tile_loop
 from .strided import typed_pointer
 
 LANES = 16 if "+avx512f" in llb.get_host_cpu_features().flatten().split(",") else 8
@@ -60,54 +61,24 @@ def _tile_intrinsic(rows: int, vectors: int) -> Any:
                                                  f"llvm.fma.v{LANES}f32")
             four = ir.Constant(_I64, 4)
             lda_b, ldb_b, ldc_b = (builder.mul(v, four) for v in (lda_, ldb_, ldc_))
-            zero = ir.Constant(vt, [0.0] * LANES)
-            entry = builder.block
-            body = builder.append_basic_block("sgemm.body")
-            done = builder.append_basic_block("sgemm.done")
-            builder.cbranch(builder.icmp_signed(">", count, ir.Constant(_I64, 0)), body, done)
-            builder.position_at_end(body)
-            kk = builder.phi(_I64)
-            kk.add_incoming(ir.Constant(_I64, 0), entry)
-            acc = [[builder.phi(vt) for _ in range(vectors)] for _ in range(rows)]
-            for row in acc:
-                for phi in row:
-                    phi.add_incoming(zero, entry)
-            b_row = builder.add(b_base, builder.mul(kk, ldb_b))
-            bv = [builder.load(builder.inttoptr(
-                builder.add(b_row, ir.Constant(_I64, 4 * LANES * v)), vt.as_pointer()), align=4)
-                for v in range(vectors)]
-            a_col = builder.add(a_base, builder.mul(kk, four))
-            new = []
-            for r in range(rows):
-                at = builder.add(a_col, builder.mul(lda_b, ir.Constant(_I64, r)))
-                x = builder.load(builder.inttoptr(at, _F32.as_pointer()), align=4)
-                splat = builder.shuffle_vector(
-                    builder.insert_element(ir.Constant(vt, ir.Undefined), x,
-                                           ir.Constant(ir.IntType(32), 0)),
-                    ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(
-                        ir.IntType(32), LANES), [0] * LANES))
-                new.append([builder.call(fma, [splat, bv[v], acc[r][v]])
-                            for v in range(vectors)])
-            k_next = builder.add(kk, ir.Constant(_I64, 1))
-            kk.add_incoming(k_next, body)
-            for r in range(rows):
-                for v in range(vectors):
-                    acc[r][v].add_incoming(new[r][v], body)
-            builder.cbranch(builder.icmp_signed("<", k_next, count), body, done)
-            builder.position_at_end(done)
-            finals = []
-            for r in range(rows):
-                for v in range(vectors):
-                    final = builder.phi(vt)
-                    final.add_incoming(zero, entry)
-                    final.add_incoming(new[r][v], body)
-                    finals.append(final)
-            for r in range(rows):
-                row_at = builder.add(c_base, builder.mul(ldc_b, ir.Constant(_I64, r)))
-                for v in range(vectors):
-                    at = builder.add(row_at, ir.Constant(_I64, 4 * LANES * v))
-                    builder.store(finals[r * vectors + v], builder.inttoptr(at, vt.as_pointer()),
-                                  align=4)
+
+            def b_loads(kk):
+                row = builder.add(b_base, builder.mul(kk, ldb_b))
+                return [builder.load(builder.inttoptr(builder.add(
+                    row, ir.Constant(_I64, 4 * LANES * v)), vt.as_pointer()), align=4)
+                    for v in range(vectors)]
+
+            def a_word(kk, r):
+                return builder.add(builder.add(a_base, builder.mul(kk, four)),
+                                   builder.mul(lda_b, ir.Constant(_I64, r)))
+
+            def c_at(r, v):
+                return builder.add(builder.add(c_base, builder.mul(ldc_b, ir.Constant(_I64, r))),
+                                   ir.Constant(_I64, 4 * LANES * v))
+
+            _emit_tile_loop(builder, "sgemm", count, (rows, vectors, LANES), b_loads, a_word, 4,
+                            lambda acc, splat, b: builder.call(fma, [splat, b, acc]), c_at, 4,
+                            element=_F32)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -119,32 +90,40 @@ _tile6, _tile4, _tile2, _tile1 = (_tile_intrinsic(r, NV) for r in (6, 4, 2, 1))
 _vec6, _vec4, _vec2, _vec1 = (_tile_intrinsic(r, 1) for r in (6, 4, 2, 1))
 
 
+@inline
+def _tile(rows, whole, a, lda, b, ldb, k, c, ldc):  # pragma: no cover - compiled
+    """The tile of ``rows`` rows (6, 4, 2 or 1) and NV vectors (``whole``) or one."""
+    if whole:
+        if rows == 6:
+            _tile6(a, lda, b, ldb, k, c, ldc)
+        elif rows == 4:
+            _tile4(a, lda, b, ldb, k, c, ldc)
+        elif rows == 2:
+            _tile2(a, lda, b, ldb, k, c, ldc)
+        else:
+            _tile1(a, lda, b, ldb, k, c, ldc)
+    elif rows == 6:
+        _vec6(a, lda, b, ldb, k, c, ldc)
+    elif rows == 4:
+        _vec4(a, lda, b, ldb, k, c, ldc)
+    elif rows == 2:
+        _vec2(a, lda, b, ldb, k, c, ldc)
+    else:
+        _vec1(a, lda, b, ldb, k, c, ldc)
+
+
 @helper
 def _rows(rows, i, n, k, a, lda, b, ldb, c, ldc):  # pragma: no cover - compiled
-    """Rows i .. i + rows - 1 (rows 6, 4, 2 or 1): the whole tiles, a one-vector tile, then
+    """Rows i .. i + rows - 1 (rows 6, 4, 2 or 1): the whole tiles, one-vector tiles, then
     the last columns one by one."""
     ai = a + 4 * i * lda
     ci = c + 4 * i * ldc
     j = 0
     while j + NR <= n:
-        if rows == 6:
-            _tile6(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        elif rows == 4:
-            _tile4(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        elif rows == 2:
-            _tile2(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        else:
-            _tile1(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
+        _tile(rows, True, ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
         j += NR
     while j + LANES <= n:
-        if rows == 6:
-            _vec6(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        elif rows == 4:
-            _vec4(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        elif rows == 2:
-            _vec2(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
-        else:
-            _vec1(ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
+        _tile(rows, False, ai, lda, b + 4 * j, ldb, k, ci + 4 * j, ldc)
         j += LANES
     if j < n:
         pa, pb, pc = _f32s(ai), _f32s(b), _f32s(ci)
