@@ -186,41 +186,31 @@ def _depthwise_plane(task, x, xs, geo, w, bias, out, os, plane,
                 for c in range(lo2, hi2):
                     plane[row + np.uint64(c)] = load32(x, line + c * xs[4])
     b0 = bias[channel]
-    if unit and o0 == 1 and k0 == 1 and k1 == 3 and k2 == 3:  # 3x3: nine taps in one pass,
-        length = np.uint64((o1 - 1) * e2 + o2)  # added in tap order as the loop below adds them
-        wb = channel * 9
-        w0, w1, w2, w3, w4, w5 = w[wb], w[wb + 1], w[wb + 2], w[wb + 3], w[wb + 4], w[wb + 5]
-        w6, w7, w8 = w[wb + 6], w[wb + 7], w[wb + 8]
-        d1 = np.uint64(geo[7 + FIELDS] * e2)
-        d2 = np.uint64(geo[7 + 2 * FIELDS])
-        for j in range(length):
-            acc[j] = ((((((((b0 + w0 * plane[j]) + w1 * plane[j + d2])
-                          + w2 * plane[j + d2 + d2]) + w3 * plane[j + d1])
-                        + w4 * plane[j + d1 + d2]) + w5 * plane[j + d1 + d2 + d2])
-                      + w6 * plane[j + d1 + d1]) + w7 * plane[j + d1 + d1 + d2]) \
-                + w8 * plane[j + d1 + d1 + d2 + d2]
-        for b in range(o1):
-            o = n * os[0] + channel * os[1] + b * os[3]
-            r = np.uint64(b * e2)
-            if os[4] == 1:
-                for c in range(np.uint64(o2)):
-                    out[np.uint64(o) + c] = acc[r + c]
-            else:
-                for c in range(o2):
-                    out[o + c * os[4]] = acc[r + np.uint64(c)]
-        return
     if unit:  # every tap is one shifted line over the whole plane (see above)
         length = np.uint64(((o0 - 1) * e1 + (o1 - 1)) * e2 + o2)
-        for j in range(length):
-            acc[j] = b0
-        for t0 in range(k0):
-            for t1 in range(k1):
-                for t2 in range(k2):
-                    wt = w[channel * taps + (t0 * k1 + t1) * k2 + t2]
-                    shift = np.uint64((t0 * geo[7] * e1 + t1 * geo[7 + FIELDS]) * e2
-                                      + t2 * geo[7 + 2 * FIELDS])
-                    for j in range(length):
-                        acc[j] += wt * plane[shift + j]
+        if o0 == 1 and k0 == 1 and k1 == 3 and k2 == 3:  # 3x3: the nine taps in one pass,
+            wb = channel * 9                               # added in the loop's tap order
+            w0, w1, w2, w3, w4, w5 = w[wb], w[wb + 1], w[wb + 2], w[wb + 3], w[wb + 4], w[wb + 5]
+            w6, w7, w8 = w[wb + 6], w[wb + 7], w[wb + 8]
+            d1 = np.uint64(geo[7 + FIELDS] * e2)
+            d2 = np.uint64(geo[7 + 2 * FIELDS])
+            for j in range(length):
+                acc[j] = ((((((((b0 + w0 * plane[j]) + w1 * plane[j + d2])
+                              + w2 * plane[j + d2 + d2]) + w3 * plane[j + d1])
+                            + w4 * plane[j + d1 + d2]) + w5 * plane[j + d1 + d2 + d2])
+                          + w6 * plane[j + d1 + d1]) + w7 * plane[j + d1 + d1 + d2]) \
+                    + w8 * plane[j + d1 + d1 + d2 + d2]
+        else:
+            for j in range(length):
+                acc[j] = b0
+            for t0 in range(k0):
+                for t1 in range(k1):
+                    for t2 in range(k2):
+                        wt = w[channel * taps + (t0 * k1 + t1) * k2 + t2]
+                        shift = np.uint64((t0 * geo[7] * e1 + t1 * geo[7 + FIELDS]) * e2
+                                          + t2 * geo[7 + 2 * FIELDS])
+                        for j in range(length):
+                            acc[j] += wt * plane[shift + j]
         for a in range(o0):
             for b in range(o1):
                 o = n * os[0] + channel * os[1] + a * os[2] + b * os[3]
