@@ -384,7 +384,7 @@ class IDMLCompiledOperator(CompiledDispatchable):
         compiled graph runs its nodes through this, under one guard)."""
         from .kernels.jit import compiling_for
 
-        with compiling_for(self._label):
+        with compiling_for(self._label, int(self.flags)):
             if reserved is None:
                 self.operator.plan.run(regions)
             else:

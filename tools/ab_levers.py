@@ -9,6 +9,8 @@ with only the lever switched, so that a noisy machine's drift falls on both side
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py tile     # tiled vs row-order transposes
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py attention  # task kernel vs Python tasks
     NUMBA_NUM_THREADS=16 python tools/ab_levers.py small-gemm  # LSTM steps: own sgemm vs BLAS
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py winograd  # 3x3 convolution: F(2x2,3x3) or direct
+    NUMBA_NUM_THREADS=16 python tools/ab_levers.py winograd-gemm  # its products: own vs BLAS
 
 ``pool`` switches ``emulator.kernels.pool.ENABLED`` (element-wise ADD, JOIN, SPLIT, PADDING,
 QUANTIZED_LINEAR_MATRIX_MULTIPLY, LSTM);
@@ -22,7 +24,10 @@ switches the tiled order of an IDENTITY over a transposed input off (four transp
 the median ms of each side. These measured the decisions in docs/decisions.md ("Element-wise
 launches on an own worker pool"), kernels/strided.py, compute/attention.py and
 kernels/sgemm.py (``small-gemm`` switches ``emulator.compute.recurrent.SMALL_GEMM``: the
-recurrent steps' products on the small-shape kernel or the BLAS; LSTM and GRU).
+recurrent steps' products on the small-shape kernel or the BLAS; LSTM and GRU) and
+compute/winograd.py (``winograd`` switches ``emulator.compute.winograd.ENABLED``: ResNet-50's
+3x3 convolutions, forward and backward, by F(2x2, 3x3) or im2col tiles; ``winograd-gemm``
+switches ``OWN_GEMM``: its 16 products per task on kernels/sgemm.py or the BLAS).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Prepared
 from descriptors import *
-from emulator.compute import attention, recurrent
+from emulator.compute import attention, recurrent, winograd
 from emulator.kernels import pool, qgemm, strided
 
 F32 = DML_TENSOR_DATA_TYPE_FLOAT32
@@ -152,6 +157,28 @@ def _compute() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
             "LSTM 512, seq 128, batch 16": (lstm, [x, w, r] + [None] * 5, [y, None, None])}
 
 
+def _convolutions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
+    """ResNet-50's 3x3 convolutions (batch 8), forward and backward (stride 1)."""
+    rng = np.random.default_rng(0)
+    cases = {}
+    for c, size in ((64, 56), (128, 28), (256, 14), (512, 7)):
+        x = rng.standard_normal((8, c, size, size)).astype(np.float32)
+        f = (rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32)
+        y = np.empty_like(x)
+        for direction, label in ((DML_CONVOLUTION_DIRECTION_FORWARD, ""),
+                                 (DML_CONVOLUTION_DIRECTION_BACKWARD, "backward ")):
+            if direction == DML_CONVOLUTION_DIRECTION_BACKWARD and c != 64:
+                continue
+            op = DML_CONVOLUTION_OPERATOR_DESC(
+                InputTensor=tensor_desc(x), FilterTensor=tensor_desc(f),
+                OutputTensor=tensor_desc(y), Mode=DML_CONVOLUTION_MODE_CROSS_CORRELATION,
+                Direction=direction, DimensionCount=2, Strides=[1, 1], Dilations=[1, 1],
+                StartPadding=[1, 1], EndPadding=[1, 1], OutputPadding=[0, 0], GroupCount=1)
+            cases[f"{label}3x3 {c}->{c} {size}x{size}"] = (DML_OPERATOR_DESC(Desc=op),
+                                                          [x, f, None], [y])
+    return cases
+
+
 def _reductions() -> dict[str, tuple[Any, list[np.ndarray], list[np.ndarray]]]:
     """Issue 15's workloads (the reduction family's task kernels, kernels/tasks.py)."""
     rng = np.random.default_rng(0)
@@ -260,7 +287,7 @@ def measure(run: Callable[[], None], switch: Callable[[bool], None], rounds: int
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("lever", choices=["pool", "reduce", "claim", "stream", "tile", "attention",
-                                     "small-gemm"])
+                                     "small-gemm", "winograd", "winograd-gemm"])
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", default="", help="run the workloads whose name holds this text")
@@ -268,14 +295,16 @@ def main() -> int:
     cases = {"pool": lambda: {**_elementwise(), **_movement(), **_compute()},
              "reduce": _reductions, "claim": _compute,
              "stream": _elementwise,
-             "tile": _transposes, "attention": _attention,
+             "tile": _transposes, "attention": _attention, "winograd": _convolutions,
+             "winograd-gemm": _convolutions,
              "small-gemm": lambda: {k: v for k, v in _compute().items() if "LSTM" in k}}[
         args.lever]()
     on, off = {"pool": ("pool", "prange"), "reduce": ("pool", "prange"),
                "claim": ("claimed", "ranges"),
                "stream": ("streamed", "cached"),
                "tile": ("tiled", "rows"), "attention": ("kernel", "python"),
-               "small-gemm": ("own", "blas")}[args.lever]
+               "small-gemm": ("own", "blas"), "winograd": ("F(2x2,3x3)", "direct"),
+               "winograd-gemm": ("own", "blas")}[args.lever]
     print(f"{'workload':<32}{on:>12}{off:>12}  (median ms)")
     for name, (desc, ins, outs) in cases.items():
         if args.only not in name:
@@ -295,6 +324,10 @@ def main() -> int:
                 attention.KERNEL = value
             elif args.lever == "small-gemm":
                 recurrent.SMALL_GEMM = value
+            elif args.lever == "winograd":
+                winograd.ENABLED = value
+            elif args.lever == "winograd-gemm":
+                winograd.OWN_GEMM = value
             elif args.lever == "tile":
                 prepared.compiled.operator.plan.block[strided.TILE] = tiling if value else -1
             else:

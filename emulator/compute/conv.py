@@ -32,6 +32,7 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 from ..plan import collapse, float_view, int64s
 from ..resources import scratch
 from ..validation import Tensor, packed_strides
+from . import winograd
 from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue
 
 BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
@@ -71,6 +72,7 @@ class ConvPlan:
     tile_block: int = 0
     tile_activation: Any = None
     input_extent: int = 0  # elements from the input's first to one past its last
+    winograd: int = 0  # rows of tiles a task of F(2x2, 3x3) takes (winograd.py); 0: none
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
@@ -155,8 +157,10 @@ class ConvPlan:
         # Positions per tile: its column matrix within 512 KiB (a core's cache), from the shape
         # alone, so the sums never depend on the thread count.
         block = min(positions, max(64, (TILE_BYTES // (4 * kc)) // 16 * 16))
+        fast = winograd.rows(geo, cog) if tile_strides is not None else 0
         return cls(f, bias, backward, flip, g, geo, col_shape, xs, x.element_size, matmul,
-                   (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act, extent)
+                   (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act, extent,
+                   fast)
 
     def reserve(self) -> dict[str, np.ndarray]:
         """Every scratch array of a dispatch (the last dispatch's, when kept)."""
@@ -168,6 +172,10 @@ class ConvPlan:
         op = "DML_OPERATOR_CONVOLUTION"
         space = self.matmul.allocate() if self.matmul is not None else {}
         space["filter"] = scratch(self.w_shape, np.float32, op, "the packed filter")
+        if self.winograd:
+            g, cog, kc = self.w_shape
+            space["winograd"] = scratch((g * 16 * cog * (kc // 9),), np.float32, op,
+                                        "the Winograd-transformed filter")
         if self.input_size == 2:  # FLOAT16 widened once: the kernels read FLOAT32 only
             space["input32"] = scratch((self.input_extent,), np.float32, op,
                                        "the FLOAT16 input widened to FLOAT32")
@@ -229,6 +237,8 @@ class ConvPlan:
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
+        import numba
+
         from . import blas, kernels
 
         space = reserved if reserved is not None else self.reserve()
@@ -250,10 +260,22 @@ class ConvPlan:
             gemm, wide = blas.address(np.dtype(np.float32))
             bias = self.bias_values(regions, self.w_shape[0] * self.w_shape[1]) \
                 if self.bias is not None else np.zeros(0, np.float32)
+            u = space.get("winograd")
+            if u is not None and not (winograd.allowed() and winograd.transform_filter(
+                    space["filter"].reshape(-1), self.groups, u)):
+                u = None
             with blas.single_threaded_calls():  # one single-threaded sgemm per tile
-                kernels.conv_tiles(x, self.input_strides, self.geo, space["filter"].reshape(-1),
-                                   bias, product, self.tile_strides, gemm, wide,
-                                   self.tile_block)
+                if u is not None:
+                    winograd.conv_winograd(x, self.input_strides, self.geo, u,
+                                           space["filter"].reshape(-1), bias, product,
+                                           self.tile_strides, gemm, wide,
+                                           winograd.OWN_GEMM, self.winograd,
+                                           numba.get_num_threads())
+                else:
+                    kernels.conv_tiles(x, self.input_strides, self.geo,
+                                       space["filter"].reshape(-1), bias, product,
+                                       self.tile_strides, gemm, wide, self.tile_block,
+                                       numba.get_num_threads())
             if self.tile_activation is not None:
                 self.tile_activation.run({"InputTensor": regions["OutputTensor"],
                                           "OutputTensor": regions["OutputTensor"]})

@@ -297,43 +297,58 @@ def depthwise_task(xp, yp, pp, task):  # pragma: no cover - compiled
 
 
 @kernel
-def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block):  # pragma: no cover - compiled
+def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block,
+               threads):  # pragma: no cover - compiled
     """A convolution as tiles of (image, group, block of output positions), each on one
     thread: the tile's column matrix [Cg * taps, block] is laid out in the thread's own buffer
     (it stays in its cache), then one single-threaded CBLAS sgemm at address ``gemm`` (``wide``:
     64-bit integers) adds filter [Cout/G, Cg * taps] x columns to the tile of ``out`` (float32;
     element strides ``os``: image, channel; positions at unit stride), which holds the bias
-    first (``bias``: one per output channel, or empty). ``w``: the dense packed filter."""
+    first (``bias``: one per output channel, or empty). ``w``: the dense packed filter.
+    ``threads`` ranges of tiles run side by side, each with its buffer made once (a buffer
+    made per tile is paged in per tile)."""
     n_count, groups, cg = geo[G_N], geo[G_G], geo[G_CG]
     taps = geo[3] * geo[3 + FIELDS] * geo[3 + 2 * FIELDS]
     positions = geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS]
     kc = cg * taps
-    cog = w.size // (groups * kc)
     blocks = (positions + block - 1) // block
-    for task in prange(n_count * groups * blocks):
-        part = task % blocks
-        g = (task // blocks) % groups
-        n = task // (blocks * groups)
-        first = part * block
-        count = min(block, positions - first)
-        col = np.empty(kc * count, np.float32)
-        _fill_tile(x, xs, geo, n, g * cg, first, count, col, 0, count)
-        o = n * os[0] + g * cog * os[1] + first
-        beta = np.float32(0.0)
-        if bias.size > 0:
-            for co in range(cog):
-                value = bias[g * cog + co]
-                row = np.uint64(o + co * os[1])
-                for c in range(np.uint64(count)):
-                    out[row + c] = value
-            beta = np.float32(1.0)
-        w_at = g * cog * kc * 4
-        if wide:
-            sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
-        else:
-            sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+    tasks = n_count * groups * blocks
+    parts = min(threads, tasks)
+    for part in prange(parts):
+        col = np.empty(kc * min(block, positions), np.float32)
+        for task in range(part * tasks // parts, (part + 1) * tasks // parts):
+            _conv_tile(task, blocks, x, xs, geo, w, bias, out, os, gemm, wide, block, col)
 
 
+@inline
+def _conv_tile(task, blocks, x, xs, geo, w, bias, out, os, gemm, wide, block,
+               col):  # pragma: no cover - compiled
+    """Tile ``task`` of ``conv_tiles`` in the thread's buffer ``col``."""
+    groups, cg = geo[G_G], geo[G_CG]
+    taps = geo[3] * geo[3 + FIELDS] * geo[3 + 2 * FIELDS]
+    positions = geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS]
+    kc = cg * taps
+    cog = w.size // (groups * kc)
+    part = task % blocks
+    g = (task // blocks) % groups
+    n = task // (blocks * groups)
+    first = part * block
+    count = min(block, positions - first)
+    _fill_tile(x, xs, geo, n, g * cg, first, count, col, 0, count)
+    o = n * os[0] + g * cog * os[1] + first
+    beta = np.float32(0.0)
+    if bias.size > 0:
+        for co in range(cog):
+            value = bias[g * cog + co]
+            row = np.uint64(o + co * os[1])
+            for c in range(np.uint64(count)):
+                out[row + c] = value
+        beta = np.float32(1.0)
+    w_at = g * cog * kc * 4
+    if wide:
+        sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
+    else:
+        sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, o * 4, os[1])
 
 
 FN, WIDE, DOUBLE, CALLS = range(HEAD, HEAD + 4)  # gemm_task's argument block, after HEAD

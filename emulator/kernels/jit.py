@@ -93,20 +93,29 @@ event.register("numba:compile", _CompileAnnouncer())
 
 
 class compiling_for:
-    """Name the operator whose kernels a launch may compile (for the one-time message). A class,
-    not a generator context: it runs around every dispatch (~1 us instead of ~4)."""
+    """Name the operator whose kernels a launch may compile (for the one-time message), and
+    hold its compiled form's DML_EXECUTION_FLAGS for the plans that choose an algorithm by
+    them (``execution_flags``). A class, not a generator context: it runs around every
+    dispatch (~1 us instead of ~4)."""
 
-    __slots__ = ("name", "previous")
+    __slots__ = ("flags", "name", "previous")
 
-    def __init__(self, operator: str) -> None:
+    def __init__(self, operator: str, flags: int = 0) -> None:
         self.name = operator
+        self.flags = flags
 
     def __enter__(self) -> None:
-        self.previous = getattr(_current, "operator", None)
+        self.previous = (getattr(_current, "operator", None), getattr(_current, "flags", 0))
         _current.operator = self.name
+        _current.flags = self.flags
 
     def __exit__(self, *exc: object) -> None:
-        _current.operator = self.previous
+        _current.operator, _current.flags = self.previous
+
+
+def execution_flags() -> int:
+    """The DML_EXECUTION_FLAGS of the dispatch running on this thread (0 outside one)."""
+    return int(getattr(_current, "flags", 0))
 
 
 kernel = numba.njit(parallel=True, cache=True, nogil=True, fastmath=False, boundscheck=False,
