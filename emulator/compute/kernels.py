@@ -112,13 +112,19 @@ def _fill_tile(x, xs, geo, n, channel0, first, count, col, at, pitch):  # pragma
                 for c in range(lo):
                     col[start + c] = np.float32(0.0)
                 step = st2 * s2
-                if step == 1:  # unsigned offsets: the copy vectorises
-                    src, dst = np.uint64(line + lo), np.uint64(start + lo)
+                # unsigned offsets, all of them: the copy vectorises (at stride 2 as every
+                # other element of two vectors)
+                src, dst = np.uint64(line + lo * step), np.uint64(start + lo)
+                if step == 1:
                     for c in range(np.uint64(hi - lo)):
                         col[dst + c] = load32(x, src + c)
+                elif step == 2:
+                    two = np.uint64(2)
+                    for c in range(np.uint64(hi - lo)):
+                        col[dst + c] = load32(x, src + two * c)
                 else:
-                    for c in range(lo, hi):
-                        col[start + c] = load32(x, line + c * step)
+                    for c in range(np.uint64(hi - lo)):
+                        col[dst + c] = load32(x, src + np.uint64(step) * c)
                 for c in range(hi, length):
                     col[start + c] = np.float32(0.0)
             else:
