@@ -29,6 +29,7 @@ from descriptors import *
 from emulator import DMLCreateDevice1
 from emulator.compute import blas, winograd
 from emulator.compute.table import convolve
+from emulator.kernels import pool
 from emulator.pythonic import run
 
 from .test_convolution import CONV, CROSS, F16, F32, FUSABLE, output_sizes
@@ -55,13 +56,13 @@ def counted(monkeypatch):
     monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
     monkeypatch.setattr(winograd, "MIN_TILES", 1)
     calls = []
-    original = winograd.conv_winograd
+    original = winograd.run
 
     def counting(*args):
-        calls.append(args[-2])
+        calls.append(args[-1])
         return original(*args)
 
-    monkeypatch.setattr(winograd, "conv_winograd", counting)
+    monkeypatch.setattr(winograd, "run", counting)
     return calls
 
 
@@ -171,6 +172,7 @@ def test_random_descs_within_the_transformed_bound(device, counted, monkeypatch,
     for case in range(40):
         monkeypatch.setattr(winograd, "TILES", int(rng.integers(1, 40)))
         monkeypatch.setattr(winograd, "TASKS", int(rng.integers(1, 8)))
+        monkeypatch.setattr(pool, "ENABLED", bool(case % 2))  # the worker pool, or prange
         x, f, attrs = random_case(rng)
         before = len(counted)
         act = rng.choice(FUSABLE) if rng.random() < 0.3 else None

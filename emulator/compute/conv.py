@@ -228,6 +228,27 @@ class ConvPlan:
         fn = tasks.address(kernels.depthwise_task, str(x.dtype), "float32")
         tasks.run(fn, block, -(-planes // each), x, out, w, bias, work=out.size)
 
+    def _tiles(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray, out: np.ndarray,
+               gemm: int, wide: bool) -> None:
+        """``kernels.conv_tiles``: a range of tiles per thread, on the worker pool (the task
+        kernel ``conv_tiles_task``), or on ``prange`` where the pool is unavailable."""
+        import numba
+
+        from ..kernels import pool, tasks
+        from . import kernels
+
+        assert self.tile_strides is not None
+        parts = min(numba.get_num_threads(), kernels.tile_count(self.geo, self.tile_block))
+        if not pool.available():
+            kernels.conv_tiles(x, self.input_strides, self.geo, w, bias, out, self.tile_strides,
+                               gemm, wide, self.tile_block, parts)
+            return
+        block = tasks.block([x.size, out.size, w.size, bias.size, gemm, int(wide),
+                             self.tile_block, parts, *[0] * 6])
+        tasks.store_arrays(block, kernels.CT_XS, self.input_strides, self.geo, self.tile_strides)
+        fn = tasks.address(kernels.conv_tiles_task, "float32", "float32")
+        tasks.run(fn, block, parts, x, out, w, bias)
+
     def bias_values(self, regions: Mapping[str, np.ndarray], count: int) -> np.ndarray:
         """The bias, one float32 per output channel (zeros without a bias)."""
         bias = np.zeros(count, np.float32)
@@ -237,7 +258,6 @@ class ConvPlan:
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
-        import numba
 
         from . import blas, kernels
 
@@ -260,22 +280,18 @@ class ConvPlan:
             gemm, wide = blas.address(np.dtype(np.float32))
             bias = self.bias_values(regions, self.w_shape[0] * self.w_shape[1]) \
                 if self.bias is not None else np.zeros(0, np.float32)
+            assert self.tile_strides is not None
             u = space.get("winograd")
             if u is not None and not (winograd.allowed() and winograd.transform_filter(
                     space["filter"].reshape(-1), self.groups, u)):
                 u = None
             with blas.single_threaded_calls():  # one single-threaded sgemm per tile
                 if u is not None:
-                    winograd.conv_winograd(x, self.input_strides, self.geo, u,
-                                           space["filter"].reshape(-1), bias, product,
-                                           self.tile_strides, gemm, wide,
-                                           winograd.OWN_GEMM, self.winograd,
-                                           numba.get_num_threads())
+                    winograd.run(x, self.input_strides, self.geo, u,
+                                 space["filter"].reshape(-1), bias, product, self.tile_strides,
+                                 gemm, wide, winograd.OWN_GEMM, self.winograd)
                 else:
-                    kernels.conv_tiles(x, self.input_strides, self.geo,
-                                       space["filter"].reshape(-1), bias, product,
-                                       self.tile_strides, gemm, wide, self.tile_block,
-                                       numba.get_num_threads())
+                    self._tiles(x, space["filter"].reshape(-1), bias, product, gemm, wide)
             if self.tile_activation is not None:
                 self.tile_activation.run({"InputTensor": regions["OutputTensor"],
                                           "OutputTensor": regions["OutputTensor"]})

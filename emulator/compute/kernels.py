@@ -42,6 +42,11 @@ DW_XN, DW_YN, DW_WN, DW_BN, DW_XS, DW_GEO, DW_OS = (HEAD, HEAD + 1, HEAD + 2, HE
                                                     HEAD + 4, HEAD + 6, HEAD + 8)
 DW_PLANES = HEAD + 10  # planes per task
 DW_END = HEAD + 11
+# conv_tiles_task's block after HEAD: the lengths of x, y, the filter and the bias, the BLAS's
+# address, wide?, positions a tile, the parts; then three arrays (address, byte length each)
+CT_XN, CT_YN, CT_WN, CT_BN, CT_GEMM, CT_WIDE, CT_BLOCK, CT_PARTS = range(HEAD, HEAD + 8)
+CT_XS, CT_GEO, CT_OS = HEAD + 8, HEAD + 10, HEAD + 12
+CT_END = HEAD + 14
 _f32s = typed_pointer(types.float32)
 
 
@@ -304,26 +309,55 @@ def depthwise_task(xp, yp, pp, task):  # pragma: no cover - compiled
 
 @kernel
 def conv_tiles(x, xs, geo, w, bias, out, os, gemm, wide, block,
-               threads):  # pragma: no cover - compiled
+               parts):  # pragma: no cover - compiled
     """A convolution as tiles of (image, group, block of output positions), each on one
     thread: the tile's column matrix [Cg * taps, block] is laid out in the thread's own buffer
     (it stays in its cache), then one single-threaded CBLAS sgemm at address ``gemm`` (``wide``:
     64-bit integers) adds filter [Cout/G, Cg * taps] x columns to the tile of ``out`` (float32;
     element strides ``os``: image, channel; positions at unit stride), which holds the bias
     first (``bias``: one per output channel, or empty). ``w``: the dense packed filter.
-    ``threads`` ranges of tiles run side by side, each with its buffer made once (a buffer
-    made per tile is paged in per tile)."""
+    ``parts`` contiguous ranges of tiles run side by side, each with its buffer made once (a
+    buffer made per tile is paged in per tile); ``conv_tiles_task`` is the same on the pool."""
+    for part in prange(parts):
+        _tiles_part(part, parts, x, xs, geo, w, bias, out, os, gemm, wide, block)
+
+
+def conv_tiles_task(xp, yp, pp, part):  # pragma: no cover - compiled
+    """``conv_tiles``'s part ``part`` as a task kernel (``kernels/tasks.py``): x the float32
+    input, y the float32 output, w the packed filter, z the bias; the block: the lengths of x,
+    y, w and z, the BLAS's address, wide?, the positions a tile, the parts, then the strides,
+    geometry and output strides arrays (``store_arrays``)."""
+    f = carray(pp, CT_END)
+    x = carray(xp, f[CT_XN])
+    out = carray(yp, f[CT_YN])
+    w = carray(_f32s(f[W]), f[CT_WN])
+    bias = carray(_f32s(f[Z]), f[CT_BN])
+    xs = byte_array(pp, CT_XS).view(np.int64)
+    geo = byte_array(pp, CT_GEO).view(np.int64)
+    os = byte_array(pp, CT_OS).view(np.int64)
+    _tiles_part(part, f[CT_PARTS], x, xs, geo, w, bias, out, os, f[CT_GEMM], f[CT_WIDE] != 0,
+                f[CT_BLOCK])
+
+
+def tile_count(geo: np.ndarray, block: int) -> int:
+    """The tiles of ``conv_tiles``."""
+    positions = int(geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS])
+    return int(geo[G_N] * geo[G_G]) * -(-positions // block)
+
+
+@inline
+def _tiles_part(part, parts, x, xs, geo, w, bias, out, os, gemm, wide,
+                block):  # pragma: no cover - compiled
+    """The ``part``-th of ``parts`` contiguous ranges of tiles, in one buffer."""
     n_count, groups, cg = geo[G_N], geo[G_G], geo[G_CG]
     taps = geo[3] * geo[3 + FIELDS] * geo[3 + 2 * FIELDS]
     positions = geo[4] * geo[4 + FIELDS] * geo[4 + 2 * FIELDS]
     kc = cg * taps
     blocks = (positions + block - 1) // block
     tasks = n_count * groups * blocks
-    parts = min(threads, tasks)
-    for part in prange(parts):
-        col = np.empty(kc * min(block, positions), np.float32)
-        for task in range(part * tasks // parts, (part + 1) * tasks // parts):
-            _conv_tile(task, blocks, x, xs, geo, w, bias, out, os, gemm, wide, block, col)
+    col = np.empty(kc * min(block, positions), np.float32)
+    for task in range(part * tasks // parts, (part + 1) * tasks // parts):
+        _conv_tile(task, blocks, x, xs, geo, w, bias, out, os, gemm, wide, block, col)
 
 
 @inline

@@ -32,6 +32,7 @@ inf - inf).
 from __future__ import annotations
 
 import numpy as np
+from numba import carray
 
 from descriptors import DML_EXECUTION_FLAGS
 
@@ -39,7 +40,8 @@ from ..kernels.blas_calls import address, sgemm32, sgemm64, sgemm_at
 from ..kernels.floats import load32
 from ..kernels.jit import execution_flags, inline, kernel, prange
 from ..kernels.sgemm import NR, sgemm
-from .kernels import FIELDS, G_CG, G_G, G_N, _fill_tile
+from ..kernels.tasks import HEAD, W, Z, byte_array
+from .kernels import FIELDS, G_CG, G_G, G_N, _f32s, _fill_tile
 
 TILES = 64  # tiles a task transforms at least (its buffers: 16 x (Cin + Cout)/G x tiles floats)
 OWN_GEMM = True  # the products on kernels/sgemm.py (else the BLAS): tools/ab_levers.py
@@ -48,6 +50,11 @@ DISABLE_META_COMMANDS = int(DML_EXECUTION_FLAGS.DML_EXECUTION_FLAG_DISABLE_META_
 MIN_CHANNELS = 8  # per group, in and out: below, the transforms cost more than they save
 TASKS = 16  # tasks a dispatch is cut into at least, where it has rows of tiles enough
 MIN_TILES = 24  # tiles a task at least
+# winograd_task's block after HEAD: the lengths of x, y, u and w, the BLAS's address, wide?,
+# own?, rows a task, the parts; then four arrays (address and byte length each)
+WG_XN, WG_YN, WG_UN, WG_WN, WG_GEMM, WG_WIDE, WG_OWN, WG_ROWS, WG_PARTS = range(HEAD, HEAD + 9)
+WG_XS, WG_GEO, WG_OS, WG_BIAS = HEAD + 9, HEAD + 11, HEAD + 13, HEAD + 15
+WG_END = HEAD + 17
 
 
 def allowed() -> bool:
@@ -118,39 +125,89 @@ def _transform_filter(w, groups, u):  # pragma: no cover - compiled
     return bad == 0
 
 
+def tasks_of(geo: np.ndarray, rows: int) -> int:
+    """How many tasks of ``rows`` rows of tiles a dispatch has."""
+    th = (int(geo[4 + FIELDS]) + 1) // 2
+    return int(geo[G_G]) * -(-int(geo[G_N]) * th // rows)
+
+
+def run(x: np.ndarray, xs: np.ndarray, geo: np.ndarray, u: np.ndarray, w: np.ndarray,
+        bias: np.ndarray, out: np.ndarray, os: np.ndarray, gemm: int, wide: bool, own: bool,
+        rows: int) -> None:
+    """``conv_winograd``'s ranges of tasks, one per thread, on the worker pool (the kernel
+    ``winograd_task``), or on ``prange`` where the pool is unavailable."""
+    import numba
+
+    from ..kernels import pool, tasks
+
+    parts = min(numba.get_num_threads(), tasks_of(geo, rows))
+    if not pool.available():
+        conv_winograd(x, xs, geo, u, w, bias, out, os, gemm, wide, own, rows, parts)
+        return
+    block = tasks.block([x.size, out.size, u.size, w.size, gemm, int(wide), int(own), rows,
+                         parts, *[0] * 8])
+    tasks.store_arrays(block, WG_XS, xs, geo, os, bias)
+    fn = tasks.address(winograd_task, "float32", "float32")
+    tasks.run(fn, block, parts, x, out, u, w)
+
+
 @kernel
 def conv_winograd(x, xs, geo, u, w, bias, out, os, gemm, wide, own, rows,
-                  threads):  # pragma: no cover - compiled
+                  parts):  # pragma: no cover - compiled
     """The convolution of ``x`` (element strides ``xs``: n, c, then three spatial) by F(2x2,
     3x3) (module doc) into ``out`` (float32; element strides ``os``: image, channel; the
     positions at unit stride). ``u``: the transformed filter [G, 16, Cout/G, Cin/G]; ``w``:
     the packed filter [G, Cout/G, Cin/G * 9], for the direct recomputation; ``bias``: one per
-    output channel, or empty. A task: ``rows`` rows of tiles of one group, the batch's rows of
-    tiles in order (so that a task of a small image spans images); ``threads`` ranges of tasks
-    run side by side, each in its own buffers (made once: a buffer made per task is paged in
-    per task)."""
+    output channel, or empty; ``own``: the products on kernels/sgemm.py, else the BLAS at
+    ``gemm`` (``wide``: 64-bit integers). A task: ``rows`` rows of tiles of one group, the
+    batch's rows of tiles in order (so that a task of a small image spans images); ``parts``
+    ranges of tasks run side by side, each in its own buffers (made once: a buffer made per
+    task is paged in per task)."""
+    for part in prange(parts):
+        _winograd_part(part, parts, x, xs, geo, u, w, bias, out, os, gemm, wide, own, rows)
+
+
+def winograd_task(xp, yp, pp, part):  # pragma: no cover - compiled
+    """``conv_winograd``'s part ``part`` as a task kernel (``kernels/tasks.py``) on the worker
+    pool: x the float32 input, y the float32 output, w the transformed filter, z the packed
+    one; the block: their lengths, the BLAS's address, wide?, own?, rows a task, the parts,
+    then the strides, geometry, output strides and bias arrays (``store_arrays``)."""
+    f = carray(pp, WG_END)
+    x = carray(xp, f[WG_XN])
+    out = carray(yp, f[WG_YN])
+    u = carray(_f32s(f[W]), f[WG_UN])
+    w = carray(_f32s(f[Z]), f[WG_WN])
+    xs = byte_array(pp, WG_XS).view(np.int64)
+    geo = byte_array(pp, WG_GEO).view(np.int64)
+    os = byte_array(pp, WG_OS).view(np.int64)
+    bias = byte_array(pp, WG_BIAS).view(np.float32)
+    _winograd_part(part, f[WG_PARTS], x, xs, geo, u, w, bias, out, os, f[WG_GEMM],
+                   f[WG_WIDE] != 0, f[WG_OWN] != 0, f[WG_ROWS])
+
+
+@inline
+def _winograd_part(part, parts, x, xs, geo, u, w, bias, out, os, gemm, wide, own,
+                   rows):  # pragma: no cover - compiled
+    """The ``part``-th of ``parts`` contiguous ranges of tasks, in buffers made once."""
     n_count, groups, cig = geo[G_N], geo[G_G], geo[G_CG]
     o1, o2 = geo[4 + FIELDS], geo[4 + 2 * FIELDS]
     kc = cig * 9
     cog = w.size // (groups * kc)
     th, half = (o1 + 1) // 2, (o2 + 1) // 2 + 1
-    units = n_count * th  # rows of tiles, image by image
-    blocks = (units + rows - 1) // rows
+    blocks = (n_count * th + rows - 1) // rows
     tasks = groups * blocks
-    parts = min(threads, tasks)
     most = -(-rows * half // NR) * NR  # a task's columns (_winograd_task)
-    for part in prange(parts):
-        v = np.empty(16 * cig * most, np.float32)
-        m = np.empty(16 * cog * most, np.float32)
-        pe = np.empty(4 * (most + 1), np.float32)  # the patches' even and odd columns
-        po = np.empty(4 * (most + 1), np.float32)
-        te = np.empty(4 * (most + 1), np.float32)  # the same after Bᵀ (rows transformed)
-        to = np.empty(4 * (most + 1), np.float32)
-        y = np.empty(4 * most, np.float32)
-        col = np.empty(kc * 2 * o2, np.float32)
-        for task in range(part * tasks // parts, (part + 1) * tasks // parts):
-            _winograd_task(task // blocks, (task % blocks) * rows, rows, x, xs, geo, u, w,
-                           bias, out, os, gemm, wide, own, v, m, pe, po, te, to, y, col)
+    v = np.empty(16 * cig * most, np.float32)
+    m = np.empty(16 * cog * most, np.float32)
+    pe = np.empty(4 * (most + 1), np.float32)  # the patches' even and odd columns
+    po = np.empty(4 * (most + 1), np.float32)
+    te = np.empty(4 * (most + 1), np.float32)  # the same after Bᵀ (rows transformed)
+    to = np.empty(4 * (most + 1), np.float32)
+    y = np.empty(4 * most, np.float32)
+    col = np.empty(kc * 2 * o2, np.float32)
+    for task in range(part * tasks // parts, (part + 1) * tasks // parts):
+        _winograd_task(task // blocks, (task % blocks) * rows, rows, x, xs, geo, u, w, bias,
+                       out, os, gemm, wide, own, v, m, pe, po, te, to, y, col)
 
 
 @inline
