@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -73,10 +73,22 @@ class ConvPlan:
     tile_activation: Any = None
     input_extent: int = 0  # elements from the input's first to one past its last
     winograd: int = 0  # rows of tiles a task of F(2x2, 3x3) takes (winograd.py); 0: none
+    widen: Any = None  # a FLOAT16 input's copy to FLOAT32 (CAST's element-wise plan)
     spare: Spare = field(default_factory=Spare)
 
     @classmethod
     def build(cls, v: SimpleNamespace) -> ConvPlan:
+        plan = cls._build(v)
+        x = v.InputTensor
+        if x.element_size != 2:
+            return plan
+        flat = (x.extent,)
+        widen = activation_epilogue(None, _tensor(x.data_type, flat, (1,)),
+                                    _tensor(F32, flat, (1,)))
+        return replace(plan, widen=widen)
+
+    @classmethod
+    def _build(cls, v: SimpleNamespace) -> ConvPlan:
         x, f, out, bias = v.InputTensor, v.FilterTensor, v.OutputTensor, v.BiasTensor
         backward = v.Direction == BACKWARD
         flip = (v.Mode == CONVOLUTION) != backward
@@ -265,7 +277,8 @@ class ConvPlan:
         self.pack_filter(regions["FilterTensor"], space["filter"])
         x = float_view(regions["InputTensor"], self.input_size)
         if self.input_size == 2:  # (exact; one compiled kernel per computation, not two)
-            np.copyto(space["input32"], x[:self.input_extent].view(np.float16), casting="unsafe")
+            self.widen.run({"InputTensor": regions["InputTensor"],
+                            "OutputTensor": space["input32"].view(np.uint8)})
             x = space["input32"]
         inner = dict(regions)
         inner["filter"] = space["filter"].reshape(-1).view(np.uint8)
