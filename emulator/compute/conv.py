@@ -32,7 +32,6 @@ from descriptors import DML_TENSOR_DATA_TYPE as T
 from ..plan import collapse, float_view, int64s
 from ..resources import scratch
 from ..validation import Tensor, packed_strides
-from . import winograd
 from .matmul import DTYPE, MatmulPlan, Spare, activation_epilogue
 
 BACKWARD = DML_CONVOLUTION_DIRECTION.DML_CONVOLUTION_DIRECTION_BACKWARD
@@ -169,6 +168,8 @@ class ConvPlan:
         # Positions per tile: its column matrix within 512 KiB (a core's cache), from the shape
         # alone, so the sums never depend on the thread count.
         block = min(positions, max(64, (TILE_BYTES // (4 * kc)) // 16 * 16))
+        from . import winograd  # (here: importing it loads Numba, which `import emulator` must not)
+
         fast = winograd.rows(geo, cog) if tile_strides is not None else 0
         return cls(f, bias, backward, flip, g, geo, col_shape, xs, x.element_size, matmul,
                    (g, cog, kc), target, epilogue, None, tile_strides, block, tile_act, extent,
@@ -270,8 +271,7 @@ class ConvPlan:
 
     def run(self, regions: Mapping[str, np.ndarray],
             reserved: dict[str, np.ndarray] | None = None) -> None:
-
-        from . import blas, kernels
+        from . import blas, kernels, winograd
 
         space = reserved if reserved is not None else self.reserve()
         self.pack_filter(regions["FilterTensor"], space["filter"])
