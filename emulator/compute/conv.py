@@ -10,6 +10,10 @@ then the fused activation.
   ``(kernel - 1) * dilation - StartPadding``, its filter's two channel dimensions swapped; its
   EndPadding and OutputPadding are only the output's size. A 1x1 filter at stride 1 without
   padding reads the input itself (no col; the core packs it only if the BLAS cannot read it).
+- **A 3x3 filter at stride 1** with channels enough takes Winograd's F(2x2, 3x3) instead
+  (``winograd.py``) where the BLAS is called directly, unless the dispatch's compiled form has
+  DML_EXECUTION_FLAG_DISABLE_META_COMMANDS; otherwise, there, tiles of output positions each
+  lay out their own columns and call a single-threaded sgemm (``kernels.conv_tiles``).
 - **The product** is ``matmul.MatmulPlan`` with the bias as C (stride 0 along the positions);
   it writes the output itself (and applies the activation) when the output's spatial dimensions
   are one FLOAT32 run, else a dense FLOAT32 scratch that an element-wise plan (the activation's,

@@ -13,11 +13,14 @@ compute-oriented filter of ``conv.py``: a cross-correlation), and
 
 The sum over channels is 16 matrix products, one per element ξ of the 4x4 transformed tile:
 ``M_ξ [Cout/G, tiles] = U_ξ [Cout/G, Cin/G] x V_ξ [Cin/G, tiles]``: 16 multiplies per tile and
-channel pair where the direct sum takes 36, so 2.25x fewer flops on the same BLAS.
+channel pair where the direct sum takes 36, so 2.25x fewer flops.
 
-A task (image, group, a few rows of tiles) transforms its patches into its own buffer, makes its
-16 single-threaded sgemm calls and transforms the products back, adding the bias, straight into
-the output (positions at unit stride, as the tile path of ``conv.py``).
+A task (one group, a run of the batch's rows of tiles, which may span images) transforms its
+patches into its thread's buffers, makes its 16 single-threaded products (``kernels/sgemm.py``,
+or the BLAS: ``OWN_GEMM``) and transforms them back, adding the bias, straight into the output
+(positions at unit stride, as the tile path of ``conv.py``). Each thread runs one contiguous
+range of tasks (``winograd_task`` on the worker pool, else ``conv_winograd`` on ``prange``);
+which shapes take the path, and the task size, come from the shape alone (``rows``).
 
 **Exactness.** The sums are not the direct path's sums; DirectML's drivers choose such
 algorithms too (metacommands), and ``DML_EXECUTION_FLAG_DISABLE_META_COMMANDS`` turns this path
