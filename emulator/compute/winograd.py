@@ -36,15 +36,17 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray
+from numba import types as numba_types
 
 from descriptors import DML_EXECUTION_FLAGS
 
-from ..kernels.blas_calls import address, sgemm32, sgemm64, sgemm_at
+from ..kernels.blas_calls import address, sgemm_at
 from ..kernels.floats import load32
+from ..kernels.im2col import FIELDS, G_CG, G_G, G_N, direct_tile
 from ..kernels.jit import execution_flags, inline, kernel, prange
 from ..kernels.sgemm import NR, sgemm
+from ..kernels.strided import typed_pointer
 from ..kernels.tasks import HEAD, W, Z, byte_array
-from .kernels import FIELDS, G_CG, G_G, G_N, _f32s, _fill_tile
 
 TILES = 64  # tiles a task transforms at least (its buffers: 16 x (Cin + Cout)/G x tiles floats)
 OWN_GEMM = True  # the products on kernels/sgemm.py (else the BLAS): tools/ab_levers.py
@@ -58,6 +60,7 @@ MIN_TILES = 24  # tiles a task at least
 WG_XN, WG_YN, WG_UN, WG_WN, WG_GEMM, WG_WIDE, WG_OWN, WG_ROWS, WG_PARTS = range(HEAD, HEAD + 9)
 WG_XS, WG_GEO, WG_OS, WG_BIAS = HEAD + 9, HEAD + 11, HEAD + 13, HEAD + 15
 WG_END = HEAD + 17
+_f32s = typed_pointer(numba_types.float32)
 
 
 def allowed() -> bool:
@@ -346,20 +349,5 @@ def _winograd_task(g, u0, rows, x, xs, geo, u, w, bias, out, os, gemm, wide, own
     # not all finite: these rows' outputs as the direct path computes them
     for r in range(nr):
         n, ty = (u0 + r) // th, (u0 + r) % th
-        first = 2 * ty * o2
-        count = min(2, o1 - 2 * ty) * o2
-        _fill_tile(x, xs, geo, n, g * cig, first, count, col, 0, count)
-        start = n * os[0] + g * cog * os[1] + first
-        beta = np.float32(0.0)
-        if bias.size > 0:
-            for co in range(cog):
-                value = bias[g * cog + co]
-                row = np.uint64(start + co * os[1])
-                for k in range(np.uint64(count)):
-                    out[row + k] = value
-            beta = np.float32(1.0)
-        w_at = g * cog * kc * 4
-        if wide:
-            sgemm64(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, start * 4, os[1])
-        else:
-            sgemm32(gemm, cog, count, kc, w, w_at, kc, col, count, beta, out, start * 4, os[1])
+        direct_tile(x, xs, geo, w, bias, out, os, gemm, wide, n, g, 2 * ty * o2,
+                    min(2, o1 - 2 * ty) * o2, col)
