@@ -44,6 +44,11 @@ G_ABS = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5], [0, 0, 1]])
 A_ABS = np.array([[1, 1, 1, 0], [0, 1, 1, 1]], np.float64)
 
 
+FORWARD_PAD1 = {"Mode": CROSS, "Direction": FORWARD, "DimensionCount": 2, "Strides": [1, 1],
+                "Dilations": [1, 1], "StartPadding": [1, 1], "EndPadding": [1, 1],
+                "OutputPadding": [0, 0], "GroupCount": 1}
+
+
 @pytest.fixture(scope="module")
 def device():
     return DMLCreateDevice1(feature_level="6_4")
@@ -184,12 +189,9 @@ def test_random_descs_within_the_transformed_bound(device, counted, monkeypatch,
 
 
 def test_large_values_beside_a_window_stay_within_the_bound(device, counted):
-    """1e30 in every third column: outputs whose windows miss them still see them through
+    """1e30 in every fourth column: outputs whose windows miss them still see them through
     their tile's patch, and the stated bound (MAG over the patch) holds them."""
     rng = np.random.default_rng(7)
-    attrs = {"Mode": CROSS, "Direction": FORWARD, "DimensionCount": 2, "Strides": [1, 1],
-             "Dilations": [1, 1], "StartPadding": [1, 1], "EndPadding": [1, 1],
-             "OutputPadding": [0, 0], "GroupCount": 1}
 
     def values(name, sizes):
         v = rng.standard_normal(sizes)
@@ -197,8 +199,8 @@ def test_large_values_beside_a_window_stay_within_the_bound(device, counted):
             v[..., 3::4] = 1e30
         return v
 
-    got, want, bound, _ = dispatch(device, rng, F32, [2, 5, 9, 12], [4, 5, 3, 3], attrs,
-                                   values=values)
+    got, want, bound, _ = dispatch(device, rng, F32, [2, 5, 9, 12], [4, 5, 3, 3],
+                                   FORWARD_PAD1, values=values)
     assert counted
     assert_within(got, want, bound, "large")
 
@@ -206,9 +208,7 @@ def test_large_values_beside_a_window_stay_within_the_bound(device, counted):
 @pytest.mark.parametrize("where", ["input", "filter"])
 def test_non_finite_values_land_where_the_reference_puts_them(device, counted, where):
     rng = np.random.default_rng(11)
-    attrs = {"Mode": CONV, "Direction": FORWARD, "DimensionCount": 2, "Strides": [1, 1],
-             "Dilations": [1, 1], "StartPadding": [1, 0], "EndPadding": [0, 1],
-             "OutputPadding": [0, 0], "GroupCount": 1}
+    attrs = dict(FORWARD_PAD1, Mode=CONV, StartPadding=[1, 0], EndPadding=[0, 1])
 
     def values(name, sizes):
         v = rng.standard_normal(sizes)
@@ -235,11 +235,6 @@ def conv_desc(x, f, y, attrs):
     return DML_CONVOLUTION_OPERATOR_DESC(
         InputTensor=tensor_desc(x), FilterTensor=tensor_desc(f), OutputTensor=tensor_desc(y),
         **attrs)
-
-
-FORWARD_PAD1 = {"Mode": CROSS, "Direction": FORWARD, "DimensionCount": 2, "Strides": [1, 1],
-                "Dilations": [1, 1], "StartPadding": [1, 1], "EndPadding": [1, 1],
-                "OutputPadding": [0, 0], "GroupCount": 1}
 
 
 def test_disable_meta_commands_takes_the_direct_path(device, counted):
