@@ -303,6 +303,42 @@ def test_the_common_windows_one_pass_per_window_row(device, op_type, k, s):
 
 @pytest.mark.parametrize("spatial", [2, 3])
 @pytest.mark.parametrize("dt", FLOATS)
+def test_max_without_indices_column_maxima_then_rows(device, dt, spatial):
+    """The separable MAX (no indices, unit strides along the width): windows of 1 to 6 taps per
+    dimension (more than 3 rows: the extra passes), strides 1 to 3, dilations (the pass per
+    window column), padding, on values where rows free of NaN are common, many ±0 ties (the
+    outputs done again in window order) and ±inf; a few rows hold a NaN (done again whole)."""
+    rng = np.random.default_rng([int(dt), spatial, 29])
+    for case in range(24):
+        k = [int(rng.integers(1, 7)) for _ in range(spatial)]
+        s = [int(rng.integers(1, 4)) for _ in range(spatial)]
+        dil = [int(rng.integers(1, 3)) if case % 3 == 0 else 1 for _ in range(spatial)]
+        p = [int(rng.integers(0, kk)) for kk in k]
+        e = [int(rng.integers(0, kk)) for kk in k]
+        least = [max(1, (kk - 1) * dd + 1 - pp - ee) for kk, dd, pp, ee in zip(k, dil, p, e)]
+        ins = [int(rng.integers(lo, lo + (12 if spatial == 2 else 6))) for lo in least]
+        sizes = [int(rng.integers(1, 3)), int(rng.integers(1, 4)), *ins]
+        out = sizes[:2] + [(ins[d] + p[d] + e[d] - ((k[d] - 1) * dil[d] + 1)) // s[d] + 1
+                           for d in range(spatial)]
+        v = rng.integers(-2, 2, size=sizes).astype(np.float64) * 0.5
+        r = rng.random(sizes)
+        v[r < 0.3] = -0.0
+        v[(r >= 0.3) & (r < 0.33)] = np.inf
+        v[(r >= 0.33) & (r < 0.36)] = -np.inf
+        v[r > 0.998] = np.nan
+        x = v.astype(np_type(dt))
+        op = DML_MAX_POOLING2_OPERATOR_DESC(
+            InputTensor=tensor_desc(sizes, dt), OutputTensor=tensor_desc(out, dt),
+            OutputIndicesTensor=None, DimensionCount=spatial, Strides=s, WindowSize=k,
+            StartPadding=p, EndPadding=e, Dilations=dil)
+        (y,) = device.execute(op, [x])
+        vals = device.CreateOperator(op).validated.values
+        want = REGISTRY[OP.DML_OPERATOR_MAX_POOLING2].module.reference(vals, {"InputTensor": x})
+        same(y, want["OutputTensor"])
+
+
+@pytest.mark.parametrize("spatial", [2, 3])
+@pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize("op_type", [OP.DML_OPERATOR_LP_POOLING, OP.DML_OPERATOR_LP_POOLING1])
 def test_lp_pooling(device, op_type, dt, spatial):
     rng = np.random.default_rng([int(op_type), int(dt), spatial])

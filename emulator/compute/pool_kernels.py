@@ -26,12 +26,17 @@ over float32 inputs, each compiled on first use and kept in Numba's disk cache:
   its window's first valid element (in window order: depth, height, width) and takes a later
   element ``v`` when ``v > best``, or when ``best`` is NaN and ``v`` is not: NaN is skipped
   unless the window holds nothing else, ties keep the first (the lowest input index), -0 and
-  +0 tie. A window with no valid element gives -inf and index -1. The running maxima live in
-  two rows, one read and one written per window tap: updated in place, LLVM made the select a
-  masked store (vmaskmovps), 3x slower on the AMD EPYC dev box than plain stores. Without
-  indices, the common windows (2 or 3 wide, stride 1 or 2, undilated, unit input stride:
-  ResNet's 3x3/2) take all window columns of a window row in one vectorised pass with constant
-  offsets.
+  +0 tie. A window with no valid element gives -inf and index -1. With indices, or strided
+  along the width, a row goes tap by tap in that order (``_row_max``): the running maxima live
+  in two rows, one read and one written per window tap (updated in place, LLVM made the select
+  a masked store, vmaskmovps, 3x slower on the AMD EPYC dev box than plain stores). Without
+  indices (ResNet's 3x3/2 stem pooling), separably (``_row_fast``): the plain maximum (one
+  vmaxps) of the window's input rows, column by column over whole input rows, then along that
+  row of column maxima per window column. That is the window-order maximum wherever no NaN and
+  no zero is involved (the plain maximum keeps a NaN that comes first, and ties -0 and +0 in
+  another order), so a row whose column maxima hold a NaN is done tap by tap, and an output
+  that came out ±0 again in window order (``_exact_one``). It took the 3x3/2 on
+  [8, 64, 112, 112] from 10 to about 4.5 ms on one thread of the dev box.
 - ``SUM`` (FLOAT32 as it lies; FLOAT16 and the quantized 8-bit inputs widened exactly): float64
   sums in window order (strides 1 and 2 specialised so they vectorise; the common windows, as
   MAX's, one pass per window row), then the average (divided by the window size, passed as
@@ -159,63 +164,12 @@ def _place(g, q):  # pragma: no cover
 
 
 @inline
-def _fused_row(x, buf, src, jlo, jhi, rx, w_k, w_s, w_p, j0, j1, first,
-               low):  # pragma: no cover
-    """One window row of a MAX without indices, unit input stride, undilated, ``w_k`` 2 or 3
-    and stride ``w_s`` 1 or 2, from ``buf[src]`` into ``buf[1 - src]``: the output columns
-    [j0, j1), whose every tap is inside the input, in one vectorised pass (constant offsets),
-    the few others tap by tap. ``first``: the window's first valid row, whose first valid
-    element starts each maximum (``buf[src]`` unread)."""
-    dst = 1 - src
-    n = np.uint64(j1 - j0)
-    base = rx + np.uint64(j0 * w_s - w_p)
-    c0 = np.uint64(j0)
-    if first:
-        if w_k == 3 and w_s == 2:
-            for j in range(n):
-                o = base + j * TWO
-                buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE], x[o]))
-        elif w_k == 3:
-            for j in range(n):
-                o = base + j
-                buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE], x[o]))
-        else:
-            for j in range(n):
-                o = base + j * TWO
-                buf[dst, c0 + j] = _larger(x[o + ONE], x[o])
-    elif w_k == 3 and w_s == 2:
-        for j in range(n):
-            o = base + j * TWO
-            buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE],
-                                                           _larger(x[o], buf[src, c0 + j])))
-    elif w_k == 3:
-        for j in range(n):
-            o = base + j
-            buf[dst, c0 + j] = _larger(x[o + TWO], _larger(x[o + ONE],
-                                                           _larger(x[o], buf[src, c0 + j])))
-    else:
-        for j in range(n):
-            o = base + j * TWO
-            buf[dst, c0 + j] = _larger(x[o + ONE], _larger(x[o], buf[src, c0 + j]))
-    width = buf.shape[1]
-    for e in range(j0 + width - j1):  # the border columns: [0, j0) and [j1, width)
-        j = e if e < j0 else j1 + e - j0
-        m = low if first else buf[src, j]
-        start = first
-        for kw in range(w_k):
-            if jlo[kw] <= j < jhi[kw]:
-                v = x[rx + np.uint64(j * w_s - w_p + kw)]
-                m = v if start else _larger(v, m)
-                start = False
-        buf[dst, j] = m
-
-
-@inline
-def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cover
-    """MAX over output row ``r``; jlo, jhi, j0, j1: the column ranges (``_columns``); buf, ibuf: the
-    task's two rows of running maxima and of their indices. Each window tap reads one row and
-    writes the other: updated in place, LLVM made the select a masked store (vmaskmovps), 3x
-    slower on AMD EPYC than plain stores. Plain indices into the task's buffers, no views: a
+def _row_max(x, y, ind, g, r, q, jlo, jhi, buf, ibuf):  # pragma: no cover
+    """MAX over output row ``r`` in window order, with indices when wanted; jlo, jhi: the column
+    ranges (``_columns``); buf, ibuf: the task's two rows of running maxima and of their
+    indices. Each window tap reads one row and writes the other: updated in place, LLVM made
+    the select a masked store (vmaskmovps), 3x slower on AMD EPYC than plain stores. Plain
+    indices into the task's buffers, no views: a
     view of an array (or swapping two) costs an atomic reference count, which took a third of
     the time of a 3x3 window."""
     d_in, d_l = g[2], g[6]
@@ -235,36 +189,26 @@ def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cov
         for j in range(w_out):
             ibuf[0, j] = -1
     if kd1 > kd0 and kh1 > kh0:
-        # Without indices, the common windows (2 or 3 wide, stride 1 or 2, undilated, a
-        # contiguous input row) take every window column in one pass over the output row.
-        fused = (not want and w_l == 1 and sxw == 1 and j1 > j0
-                 and ((w_k == 3 and w_s <= 2) or (w_k == 2 and w_s == 2)))
-        if not fused:
-            # Start from each window's first valid element: the first valid (depth, height)
-            # row, its smallest valid kw (written last).
-            rx = xb + (d0 + kd0 * d_l) * g[XSTRIDES + 2] + (h0 + kh0 * h_l) * g[XSTRIDES + 3]
-            ri = (plane * d_in + d0 + kd0 * d_l) * h_in + h0 + kh0 * h_l
-            for kw in range(w_k - 1, -1, -1):
-                lo = np.uint64(jlo[kw])
-                m = np.uint64(jhi[kw]) - lo
-                col = jlo[kw] * w_s - w_p + kw * w_l
-                off = np.uint64(rx + col * sxw)
+        # Start from each window's first valid element: the first valid (depth, height) row,
+        # its smallest valid kw (written last).
+        rx = xb + (d0 + kd0 * d_l) * g[XSTRIDES + 2] + (h0 + kh0 * h_l) * g[XSTRIDES + 3]
+        ri = (plane * d_in + d0 + kd0 * d_l) * h_in + h0 + kh0 * h_l
+        for kw in range(w_k - 1, -1, -1):
+            lo = np.uint64(jlo[kw])
+            m = np.uint64(jhi[kw]) - lo
+            col = jlo[kw] * w_s - w_p + kw * w_l
+            off = np.uint64(rx + col * sxw)
+            for j in range(m):
+                buf[0, lo + j] = x[off + j * step]
+            if want:
+                i0 = ri * w_in + col
                 for j in range(m):
-                    buf[0, lo + j] = x[off + j * step]
-                if want:
-                    i0 = ri * w_in + col
-                    for j in range(m):
-                        ibuf[0, lo + j] = i0 + np.int64(j) * w_s
+                    ibuf[0, lo + j] = i0 + np.int64(j) * w_s
         for kd in range(kd0, kd1):
             for kh in range(kh0, kh1):
                 rx = xb + (d0 + kd * d_l) * g[XSTRIDES + 2] \
                     + (h0 + kh * h_l) * g[XSTRIDES + 3]
                 ri = (plane * d_in + d0 + kd * d_l) * h_in + h0 + kh * h_l
-                if fused:
-                    _fused_row(x, buf, src, jlo, jhi, np.uint64(rx), w_k, w_s, w_p, j0, j1,
-                               kd == kd0 and kh == kh0, low)
-                    src = 1 - src
-                    continue
                 for kw in range(w_k):
                     dst = 1 - src
                     hi = jhi[kw]
@@ -289,7 +233,7 @@ def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cov
                             buf[dst, lo + j] = v if take else bj
                             ibuf[dst, lo + j] = i0 + np.int64(j) * w_s if take \
                                 else ibuf[src, lo + j]
-                    else:  # (the common windows take the fused rows above)
+                    else:
                         for j in range(m):
                             buf[dst, lo + j] = _larger(x[off + j * step], buf[src, lo + j])
                     src = dst
@@ -304,6 +248,163 @@ def _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf):  # pragma: no cov
         for j in range(w_out):
             ind[ib0 + j] = ibuf[src, j]
 
+
+@inline
+def _plain(v, cur):  # pragma: no cover
+    """``v`` when larger, else ``cur``: one vmaxps (a NaN ``cur`` stays, a NaN ``v`` is
+    skipped)."""
+    return v if v > cur else cur
+
+
+@inline
+def _vfirst(x, m, r0, r1, r2, rows, n):  # pragma: no cover
+    """m[0, :n] = the plain maximum, column by column, of ``rows`` (1 to 3) contiguous input
+    rows at offsets r0, r1, r2."""
+    if rows == 3:
+        for k in range(n):
+            m[0, k] = _plain(x[r2 + k], _plain(x[r1 + k], x[r0 + k]))
+    elif rows == 2:
+        for k in range(n):
+            m[0, k] = _plain(x[r1 + k], x[r0 + k])
+    else:
+        for k in range(n):
+            m[0, k] = x[r0 + k]
+
+
+@inline
+def _vmore(x, m, dst, r0, r1, rows, n):  # pragma: no cover
+    """m[dst, :n] = the plain maximum of m[1 - dst] and ``rows`` (1 or 2) more contiguous input
+    rows at offsets r0, r1. A new row is written, never one updated in place (a masked store,
+    see ``_row_max``)."""
+    src = ONE - dst
+    if rows == 2:
+        for k in range(n):
+            m[dst, k] = _plain(x[r1 + k], _plain(x[r0 + k], m[src, k]))
+    else:
+        for k in range(n):
+            m[dst, k] = _plain(x[r0 + k], m[src, k])
+
+
+@inline
+def _hpass(m, hb, y, yb, jlo, jhi, j0, j1, w_k, w_s, w_p, w_l, w_out, low):  # pragma: no cover
+    """y[yb + j] = the plain maximum of m[0] over output column j's window taps: the columns
+    [j0, j1), whose every tap is inside, in vectorised passes (constant offsets for the common
+    undilated windows, else one pass per tap through the rows of ``hb``), the others tap by
+    tap (-inf where none is)."""
+    n = np.uint64(j1 - j0)
+    y0 = yb + np.uint64(j0)
+    base = np.uint64(j0 * w_s - w_p)
+    if w_l == 1 and w_k == 3 and w_s == 2:
+        for j in range(n):
+            o = base + j * TWO
+            y[y0 + j] = _plain(m[0, o + TWO], _plain(m[0, o + ONE], m[0, o]))
+    elif w_l == 1 and w_k == 3 and w_s == 1:
+        for j in range(n):
+            o = base + j
+            y[y0 + j] = _plain(m[0, o + TWO], _plain(m[0, o + ONE], m[0, o]))
+    elif w_l == 1 and w_k == 2 and w_s == 2:
+        for j in range(n):
+            o = base + j * TWO
+            y[y0 + j] = _plain(m[0, o + ONE], m[0, o])
+    else:
+        step = np.uint64(w_s)
+        for j in range(n):
+            hb[0, j] = m[0, base + j * step]
+        h = np.uint64(0)
+        for kw in range(1, w_k):
+            o = base + np.uint64(kw * w_l)
+            for j in range(n):
+                hb[ONE - h, j] = _plain(m[0, o + j * step], hb[h, j])
+            h = ONE - h
+        for j in range(n):
+            y[y0 + j] = hb[h, j]
+    for e in range(j0 + w_out - j1):  # the border columns: [0, j0) and [j1, w_out)
+        j = e if e < j0 else j1 + e - j0
+        cur = low
+        start = True
+        for kw in range(w_k):
+            if jlo[kw] <= j < jhi[kw]:
+                v = m[0, np.uint64(j * w_s - w_p + kw * w_l)]
+                cur = v if start else _plain(v, cur)
+                start = False
+        y[yb + np.uint64(j)] = cur
+
+
+@inline
+def _exact_one(x, g, xb, kd0, kd1, kh0, kh1, d0, h0, jlo, jhi, j, low):  # pragma: no cover
+    """The maximum of output column ``j``'s window in window order (``_larger``): the first
+    valid element, then each later one."""
+    d_l, h_l = g[6], g[12]
+    w_k, w_s, w_l, w_p = g[16], g[17], g[18], g[19]
+    cur = low
+    start = True
+    for kd in range(kd0, kd1):
+        for kh in range(kh0, kh1):
+            rx = xb + (d0 + kd * d_l) * g[XSTRIDES + 2] + (h0 + kh * h_l) * g[XSTRIDES + 3]
+            for kw in range(w_k):
+                if jlo[kw] <= j < jhi[kw]:
+                    v = x[np.uint64(rx + (j * w_s - w_p + kw * w_l) * g[XSTRIDES + 4])]
+                    cur = v if start else _larger(v, cur)
+                    start = False
+    return cur
+
+
+@inline
+def _row_fast(x, y, g, q, jlo, jhi, j0, j1, m, hb):  # pragma: no cover
+    """MAX without indices over the output row at ``q`` (unit input and output strides along
+    the width), separably: the plain maximum (``_plain``) of the window's valid input rows,
+    column by column over the whole input row, into a row of ``m``; then along that row, window
+    column by window column. The plain maximum is the window-order one (``_row_max``) except
+    where a NaN or a zero is involved: a NaN stays when it comes first, and ±0 tie in another
+    order. So an output that came out ±0 is done again by ``_exact_one``, and a row whose
+    column maxima hold a NaN is left to ``_row_max``: False is returned, and the row is
+    unwritten."""
+    d_l, h_l = g[6], g[12]
+    w_in, w_out, w_k, w_s, w_l, w_p = g[14], g[15], g[16], g[17], g[18], g[19]
+    xb, yb, kd0, kd1, kh0, kh1, d0, h0, _ = _place(g, q)
+    low = np.float32(-np.inf)
+    if kd1 <= kd0 or kh1 <= kh0:
+        for j in range(np.uint64(w_out)):
+            y[yb + j] = low
+        return True
+    n = np.uint64(w_in)
+    # The rows of m by unsigned numbers (a signed one kept its wraparound test, and LLVM could
+    # not bound the loops' accesses: they stayed scalar); the first pass, which is all the
+    # common windows (3 rows or fewer) take, into the constant row 0.
+    hs = np.uint64(h_l * g[XSTRIDES + 3])
+    cnt = kh1 - kh0
+    s = np.uint64(0)
+    for kd in range(kd0, kd1):
+        rb = np.uint64(xb + (d0 + kd * d_l) * g[XSTRIDES + 2] + (h0 + kh0 * h_l) * g[XSTRIDES + 3])
+        i = 0
+        while i < cnt:
+            r = rb + np.uint64(i) * hs
+            if kd == kd0 and i == 0:
+                take = min(cnt, 3)
+                _vfirst(x, m, r, r + hs, r + hs + hs, take, n)
+            else:
+                take = min(cnt - i, 2)
+                s = ONE - s
+                _vmore(x, m, s, r, r + hs, take, n)
+            i += take
+    if s != 0:  # (windows of more than 3 rows) back into row 0: a constant row vectorises
+        for k in range(n):
+            m[0, k] = m[1, k]
+    nans = 0  # integer counts: a float sum would be one serial chain of adds
+    zeros = 0
+    for k in range(n):
+        v = m[0, k]
+        nans += np.int64(v != v)
+        zeros += np.int64(v == 0.0)
+    if nans != 0:
+        return False
+    _hpass(m, hb, y, yb, jlo, jhi, j0, j1, w_k, w_s, w_p, w_l, w_out, low)
+    if zeros != 0:
+        for j in range(w_out):
+            if y[yb + np.uint64(j)] == 0.0:
+                y[yb + np.uint64(j)] = _exact_one(x, g, xb, kd0, kd1, kh0, kh1, d0, h0, jlo,
+                                                  jhi, j, low)
+    return True
 
 @inline
 def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
@@ -423,15 +524,22 @@ def _max_entry(xp, yp, pp, t):  # pragma: no cover
     x, y = carray(xp, f[XN]), carray(yp, f[YN])
     ind = byte_array(pp, IND).view(np.int64)
     g = byte_array(pp, GEO).view(np.int64)
-    w_out = g[DIM + 12 + 1]
+    w_in, w_out = g[DIM + 12], g[DIM + 12 + 1]
+    want = g[WANT_INDEX] != 0
+    # Without indices, unit strides along the width: the separable ``_row_fast``.
+    fast = not want and g[XSTRIDES + 4] == 1 and g[YSTRIDES + 4] == 1
     jlo, jhi, j0, j1 = _columns(g)
+    j1 = max(j0, j1)
     buf = np.empty((2, w_out), np.float32)
-    ibuf = np.empty((2, w_out if g[WANT_INDEX] != 0 else 1), np.int64)
+    ibuf = np.empty((2, w_out if want else 1), np.int64)
+    m = np.empty((2, w_in if fast else 1), np.float32)
+    hb = np.empty((2, max(1, j1 - j0) if fast else 1), np.float32)
     rows = g[N] * g[C] * g[DIM + 1] * g[DIM + 6 + 1]
     q = np.empty(4, np.int64)
     _start(g, t * g[BLOCK], q)
     for r in range(t * g[BLOCK], min(rows, (t + 1) * g[BLOCK])):
-        _row_max(x, y, ind, g, r, q, jlo, jhi, j0, j1, buf, ibuf)
+        if not (fast and _row_fast(x, y, g, q, jlo, jhi, j0, j1, m, hb)):
+            _row_max(x, y, ind, g, r, q, jlo, jhi, buf, ibuf)
         _advance(g, q)
 
 
