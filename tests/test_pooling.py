@@ -280,8 +280,8 @@ def test_average_pooling(device, op_type, dt, spatial):
 @pytest.mark.parametrize("k, s", [(3, 2), (3, 1), (2, 2)])
 @pytest.mark.parametrize("op_type", [OP.DML_OPERATOR_MAX_POOLING, OP.DML_OPERATOR_AVERAGE_POOLING])
 def test_the_common_windows_one_pass_per_window_row(device, op_type, k, s):
-    """2 or 3 wide, stride 1 or 2, on a contiguous input (the engine's fused rows), with the
-    padding that makes border columns and the edge values."""
+    """2 or 3 wide, stride 1 or 2, on a contiguous input (SUM's fused rows, MAX's separable
+    ones), with the padding that makes border columns and the edge values."""
     rng = np.random.default_rng([int(op_type), k, s])
     for dt in FLOATS:
         for p, e in ((1, 1), (0, 0), (2, 1), (1, 2)):
