@@ -44,3 +44,22 @@ def test_k_zero_gives_zeros_and_specials_propagate():
     _call(6, small.NR, 4, a, 4, b, small.NR, c, small.NR)
     assert np.isnan(c[2]).all() and np.isinf(c[[0, 1, 3, 4, 5], 0]).all()
     assert (c[[0, 1, 3, 4, 5], 1:] == 4).all()
+
+
+@pytest.mark.parametrize("k", [5, small.PACK_MOST // small.NR, small.PACK_MOST // small.NR + 1])
+def test_packed_panels_give_the_bytes_of_b_read_in_place(k):
+    """From two 6-row tiles on (m >= 12) a panel of B small enough for L1 is copied into a dense
+    buffer first; one row at a time it is read in place. Every element keeps its own k order
+    (one FMA per step), so both give the same bytes, packed or not (k at the bound and past
+    it)."""
+    rng = np.random.default_rng(k)
+    m, n = 13, 2 * small.NR + small.LANES + 1
+    lda, ldb = k + 1, 4 * small.NR  # a power-of-two row length: the case packing is for
+    a = rng.standard_normal((m, lda)).astype(np.float32)
+    b = rng.standard_normal((k, ldb)).astype(np.float32)
+    whole = np.zeros((m, n), np.float32)
+    _call(m, n, k, a, lda, b, ldb, whole, n)
+    rows = np.zeros((m, n), np.float32)
+    for r in range(m):
+        _call(1, n, k, a[r:], lda, b, ldb, rows[r:], n)
+    assert whole.tobytes() == rows.tobytes()
