@@ -64,7 +64,7 @@ from ..kernels.qgemm import (
     words32,
 )
 from ..kernels.tasks import HEAD
-from ..kernels.vnni import BLOCK_ROWS, BLOCK_TILES, vnni_tile
+from ..kernels.vnni import BLOCK_ROWS, BLOCK_TILES, pack_a_block, vnni_tile
 from ..kernels.vnni import MR as VMR
 from ..kernels.vnni import NR as VNR
 from ..kernels.vnni import pack_b_tile as vnni_pack_b_tile
@@ -226,28 +226,12 @@ def _isums_vnni(task, a, b, y, azp, bzp, batch, g, bp, cols, prepacked, rows,
     block = np.empty(BLOCK_ROWS * VNR, np.int32)
     for m0 in range(c * rows, m_end, BLOCK_ROWS):
         count = min(BLOCK_ROWS, m_end - m0)
-        tiles = (count + VMR - 1) // VMR
-        panel[:tiles * a_panel] = 0
-        for i in range(count):  # pack the block's rows of A (unsigned), with their sums
+        tiles = pack_a_block(a, a32, panel, panel32, oa + m0 * a_sm, a_sm, a_sk, count, size_k,
+                             a_flip, flip32, words, a_panel, row_terms)
+        for i in range(count):
             m = m0 + i
-            base = np.uint64(oa + m * a_sm)
-            total = np.int64(0)
-            tile_base = np.uint64((i // VMR) * a_panel + (i % VMR) * 4)
-            if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
-                for k in range(np.uint64(size_k)):
-                    total += np.int64(a[base + k] ^ np.uint8(a_flip))
-                w0 = base >> np.uint64(2)
-                wt = tile_base >> np.uint64(2)
-                for gi in range(np.uint64(size_k >> 2)):
-                    panel32[wt + gi * np.uint64(VMR)] = a32[w0 + gi] ^ flip32
-            else:
-                for k in range(np.uint64(size_k)):
-                    v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
-                    panel[tile_base + (k >> np.uint64(2)) * np.uint64(VMR * 4)
-                          + (k & np.uint64(3))] = v
-                    total += np.int64(v)
             za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
-            row_terms[i] = total - size_k * za[i]
+            row_terms[i] -= size_k * za[i]  # rowsum' - K za'
         for t in range(t0, t1):
             for mt in range(tiles):
                 vnni_tile(panel, np.int64(mt * a_panel), panels,

@@ -233,6 +233,37 @@ def qlmm_task(ap, yp, pp, task):  # pragma: no cover - compiled
 
 
 @inline
+def pack_a_block(a, a32, panel, panel32, base0, a_sm, a_sk, count, size_k, a_flip, flip32,
+                 words, a_panel, totals):  # pragma: no cover
+    """Rows 0 .. count - 1 of a block of A (row i at byte ``base0 + i * a_sm``, elements
+    ``a_sk`` apart; made unsigned by XOR ``a_flip``) into ``panel``: MR-row tiles of ``a_panel``
+    bytes, each 4-k group of its rows side by side (zero past the last row); ``totals[i]``: row
+    i's sum of its unsigned bytes. Returns the tile count. Shared by QLMM and
+    MATRIX_MULTIPLY_INTEGER's VNNI paths."""
+    tiles = (count + MR - 1) // MR
+    panel[:tiles * a_panel] = 0
+    for i in range(count):
+        base = np.uint64(base0 + i * a_sm)
+        total = np.int64(0)
+        tile_base = np.uint64((i // MR) * a_panel + (i % MR) * 4)
+        if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
+            for k in range(np.uint64(size_k)):
+                total += np.int64(a[base + k] ^ np.uint8(a_flip))
+            w0 = base >> np.uint64(2)
+            wt = tile_base >> np.uint64(2)
+            for gi in range(np.uint64(size_k >> 2)):
+                panel32[wt + gi * np.uint64(MR)] = a32[w0 + gi] ^ flip32
+        else:
+            for k in range(np.uint64(size_k)):
+                v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
+                panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
+                      + (k & np.uint64(3))] = v
+                total += np.int64(v)
+        totals[i] = total
+    return tiles
+
+
+@inline
 def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, cols, prepacked,
           rows, span):  # pragma: no cover
     """Output = the requantized A x B of every batch: task ``task``. A task: one batch, ``rows``
@@ -313,27 +344,10 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
     block = np.empty(BLOCK_ROWS * NR, np.int32)
     for m0 in range(c * rows, m_end, BLOCK_ROWS):
         count = min(BLOCK_ROWS, m_end - m0)
-        tiles = (count + MR - 1) // MR
-        panel[:tiles * a_panel] = 0
-        for i in range(count):  # pack the block's rows of A (unsigned), with their sums
+        tiles = pack_a_block(a, a32, panel, panel32, oa + m0 * a_sm, a_sm, a_sk, count, size_k,
+                             a_flip, flip32, words, a_panel, row_sums)
+        for i in range(count):
             m = m0 + i
-            base = np.uint64(oa + m * a_sm)
-            total = np.int64(0)
-            tile_base = np.uint64((i // MR) * a_panel + (i % MR) * 4)
-            if words:  # contiguous, 4-byte aligned rows: move whole 4-k groups
-                for k in range(np.uint64(size_k)):
-                    total += np.int64(a[base + k] ^ np.uint8(a_flip))
-                w0 = base >> np.uint64(2)
-                wt = tile_base >> np.uint64(2)
-                for gi in range(np.uint64(size_k >> 2)):
-                    panel32[wt + gi * np.uint64(MR)] = a32[w0 + gi] ^ flip32
-            else:
-                for k in range(np.uint64(size_k)):
-                    v = a[base + k * np.uint64(a_sk)] ^ np.uint8(a_flip)
-                    panel[tile_base + (k >> np.uint64(2)) * np.uint64(MR * 4)
-                          + (k & np.uint64(3))] = v
-                    total += np.int64(v)
-            row_sums[i] = total
             ratio[i], zo[i] = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ],
                                           g[G_O_FLIP])
             za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
