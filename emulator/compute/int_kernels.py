@@ -52,13 +52,11 @@ from ..kernels.qgemm import (
     KC,
     MR,
     NB,
-    NC,
     PREPACKED,
     ROWS,
     SPAN,
-    madd_tile,
-    pack_a_row,
-    pack_b_tile,
+    madd_rows,
+    pack_b_block,
     task_arrays,
     value,
     words32,
@@ -115,23 +113,11 @@ def _isums(task, a, b, y, azp, bzp, batch, g, rows, span):  # pragma: no cover
         zb[j] = value(bzp, (n0 + j) * g[G_BZ], b_flip)
     for k0 in range(0, size_k, kc):
         count = min(kc, size_k - k0)
-        pairs = (count + 1) // 2
-        for t in range(t1 - t0):
-            w = min(NB, width - t * NB)
-            pack_b_tile(b, ob, k0, count, n0 + t * NB, w, b_sk, b_sn, b_flip,
-                        zb[t * NB:(t + 1) * NB], tile[t * kc * NB:(t + 1) * kc * NB])
+        pack_b_block(b, ob, k0, count, n0, width, t1 - t0, b_sk, b_sn, b_flip, zb, tile, kc)
         for r0 in range(m0, m1, MR):
             here = min(MR, m1 - r0)
-            for i in range(here):
-                m = r0 + i
-                za = value(azp, m * g[G_AZ], a_flip)
-                pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
-                           apanel[i * lda:(i + 1) * lda])
-            for t in range(t1 - t0):  # the rows past ``here`` give unread sums
-                for cg in range(0, min(NB, width - t * NB), NC):
-                    madd_tile(apanel, np.int64(0), np.int64(lda), tile,
-                              np.int64(t * kc * NB + 2 * cg), np.int64(pairs), block,
-                              np.int64(t * NB + cg), np.int64(cols))
+            madd_rows(a, oa, r0, here, k0, count, a_sm, a_sk, a_flip, azp, g, apanel, lda,
+                      tile, kc, width, t1 - t0, block, cols)
             if single:
                 for i in range(here):
                     out = np.uint64(oo + (r0 + i) * o_sm + n0 * o_sn)

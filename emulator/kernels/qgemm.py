@@ -391,6 +391,35 @@ def launch(fn: int, nb: int, a: np.ndarray, b: np.ndarray, y: np.ndarray,
     run(fn, blk, count, a, y, claim=CLAIM)
 
 
+@inline
+def pack_b_block(b, ob, k0, count, n0, width, ntiles, sk, sn, flip, zb, tile,
+                 kc):  # pragma: no cover
+    """The k-block [k0, k0 + count) of the task's ``ntiles`` column tiles of B into ``tile``
+    (one region of kc x NB per tile, ``pack_b_tile``)."""
+    for t in range(ntiles):
+        w = min(NB, width - t * NB)
+        pack_b_tile(b, ob, k0, count, n0 + t * NB, w, sk, sn, flip, zb[t * NB:(t + 1) * NB],
+                    tile[t * kc * NB:(t + 1) * kc * NB])
+
+
+@inline
+def madd_rows(a, oa, r0, here, k0, count, a_sm, a_sk, a_flip, azp, g, apanel, lda, tile, kc,
+              width, ntiles, block, cols):  # pragma: no cover
+    """Rows r0 .. r0 + here - 1 of A over the k-block (``pack_a_row``, zero point subtracted)
+    times every column tile packed in ``tile``: the int32 sums in ``block`` (MR x cols; the
+    rows past ``here`` give unread sums)."""
+    pairs = (count + 1) // 2
+    for i in range(here):
+        m = r0 + i
+        za = value(azp, m * g[G_AZ], a_flip)
+        pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
+                   apanel[i * lda:(i + 1) * lda])
+    for t in range(ntiles):
+        for cg in range(0, min(NB, width - t * NB), NC):
+            madd_tile(apanel, np.int64(0), np.int64(lda), tile, np.int64(t * kc * NB + 2 * cg),
+                      np.int64(pairs), block, np.int64(t * NB + cg), np.int64(cols))
+
+
 CLAIM = True  # threads claim tasks one at a time (kernels/tasks.py ``run``); tests switch it
 
 
@@ -438,23 +467,11 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, rows,
         bs[j] = np.float64(bscale[np.uint64((n0 + j) * g[G_BS])])
     for k0 in range(0, size_k, kc):
         count = min(kc, size_k - k0)
-        pairs = (count + 1) // 2
-        for t in range(t1 - t0):
-            w = min(NB, width - t * NB)
-            pack_b_tile(b, ob, k0, count, n0 + t * NB, w, b_sk, b_sn, b_flip,
-                        zb[t * NB:(t + 1) * NB], tile[t * kc * NB:(t + 1) * kc * NB])
+        pack_b_block(b, ob, k0, count, n0, width, t1 - t0, b_sk, b_sn, b_flip, zb, tile, kc)
         for r0 in range(m0, m1, MR):
             here = min(MR, m1 - r0)
-            for i in range(here):
-                m = r0 + i
-                za = value(azp, m * g[G_AZ], a_flip)
-                pack_a_row(a, oa + m * a_sm + k0 * a_sk, a_sk, a_flip, za, count,
-                           apanel[i * lda:(i + 1) * lda])
-            for t in range(t1 - t0):  # the rows past ``here`` give unread sums
-                for cg in range(0, min(NB, width - t * NB), NC):
-                    madd_tile(apanel, np.int64(0), np.int64(lda), tile,
-                              np.int64(t * kc * NB + 2 * cg), np.int64(pairs), block,
-                              np.int64(t * NB + cg), np.int64(cols))
+            madd_rows(a, oa, r0, here, k0, count, a_sm, a_sk, a_flip, azp, g, apanel, lda,
+                      tile, kc, width, t1 - t0, block, cols)
             if single:  # K in one block: requantize straight from the int32 sums
                 for i in range(here):
                     m = r0 + i
