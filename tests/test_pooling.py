@@ -337,6 +337,26 @@ def test_max_without_indices_column_maxima_then_rows(device, dt, spatial):
         same(y, want["OutputTensor"])
 
 
+def test_max_rows_wider_than_the_separable_buffers(device):
+    """Input rows wider than pool_kernels.FAST_WIDTH take the tap-by-tap path (its buffers hold
+    output rows): the same values as the reference on either side of the bound."""
+    from emulator.compute.pool_kernels import FAST_WIDTH
+
+    rng = np.random.default_rng(5)
+    for width in (FAST_WIDTH, FAST_WIDTH + 7):
+        x = (rng.integers(-3, 3, size=(1, 2, 3, width)) * 0.5).astype(np.float32)
+        x[0, 0, 1, ::97] = -0.0
+        out = [1, 2, 2, (width + 1 - 3) // 2 + 1]
+        op = DML_MAX_POOLING2_OPERATOR_DESC(
+            InputTensor=tensor_desc(x.shape, F32), OutputTensor=tensor_desc(out, F32),
+            OutputIndicesTensor=None, DimensionCount=2, Strides=[1, 2], WindowSize=[2, 3],
+            StartPadding=[0, 1], EndPadding=[0, 0], Dilations=[1, 1])
+        (y,) = device.execute(op, [x])
+        vals = device.CreateOperator(op).validated.values
+        want = REGISTRY[OP.DML_OPERATOR_MAX_POOLING2].module.reference(vals, {"InputTensor": x})
+        same(y, want["OutputTensor"])
+
+
 @pytest.mark.parametrize("spatial", [2, 3])
 @pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize("op_type", [OP.DML_OPERATOR_LP_POOLING, OP.DML_OPERATOR_LP_POOLING1])

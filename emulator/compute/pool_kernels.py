@@ -100,6 +100,7 @@ def _valid(o, stride, pad, window, dilation, size):  # pragma: no cover
 
 ONE = np.uint64(1)
 TWO = np.uint64(2)
+FAST_WIDTH = 1 << 16  # input elements a row of ``_row_fast``'s column maxima may hold
 
 
 @inline
@@ -526,8 +527,10 @@ def _max_entry(xp, yp, pp, t):  # pragma: no cover
     g = byte_array(pp, GEO).view(np.int64)
     w_in, w_out = g[DIM + 12], g[DIM + 12 + 1]
     want = g[WANT_INDEX] != 0
-    # Without indices, unit strides along the width: the separable ``_row_fast``.
-    fast = not want and g[XSTRIDES + 4] == 1 and g[YSTRIDES + 4] == 1
+    # Without indices, unit strides along the width: the separable ``_row_fast``; its buffers
+    # hold input rows, so a row wider than FAST_WIDTH keeps the tap-by-tap path's (output rows).
+    fast = (not want and g[XSTRIDES + 4] == 1 and g[YSTRIDES + 4] == 1
+            and w_in <= FAST_WIDTH)
     jlo, jhi, j0, j1 = _columns(g)
     j1 = max(j0, j1)
     buf = np.empty((2, w_out), np.float32)
