@@ -407,6 +407,7 @@ def _row_fast(x, y, g, q, jlo, jhi, j0, j1, m, hb):  # pragma: no cover
                                                   jhi, j, low)
     return True
 
+
 @inline
 def _row_sum(x, y, g, kind, p, r, q, jlo, jhi, j0, j1, acc):  # pragma: no cover
     """AVERAGE, LP or SUM over output row ``r`` into ``y`` (element strides YSTRIDES): a dense
