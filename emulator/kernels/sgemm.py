@@ -10,7 +10,8 @@ at about a third of its 1024^3 rate. Here the tile is MR rows x NV vectors of LA
 accumulators held in registers (phis) for the whole k loop: each step loads NV vectors of B's
 row k and broadcasts one element of each A row, one FMA per accumulator (``llvm.fma``: one
 rounding per step, so a dot product's error is within the classical bound of any order). A is
-read in place (a row's elements k apart are one broadcast each), B row by row, neither packed.
+read in place (a row's elements k apart are one broadcast each), B row by row (a small panel
+first copied dense where several row tiles read it: ``sgemm``).
 
 Shapes: LANES 16 where the CPU has AVX-512 (the tile 6 x 32 in 12 zmm registers; the function
 is asked for 512-bit vectors), else 8 (6 x 16 in 12 ymm of AVX2's 16). Rows left over after the
