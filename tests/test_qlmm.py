@@ -264,6 +264,42 @@ def test_portable_and_vnni_paths_agree(device, monkeypatch, a_t, b_t):
         run(device, arrays, np.int8, [1, 1, m, n])
 
 
+@pytest.mark.parametrize("a_t,b_t", [(I8, U8), (U8, I8), (I8, I8), (U8, U8)],
+                         ids=["I8xU8", "U8xI8", "I8xI8", "U8xU8"])
+def test_amx_tiles_give_the_reference_bytes(device, monkeypatch, a_t, b_t):
+    """K a multiple of 64 on the VNNI path's AMX blocks (kernels/amx.py: the tile instructions
+    where the CPU has them, the same sums in plain code elsewhere): batches, M not a multiple of 16 nor of the 48-row block, N past a 64-column tile, strided A rows,
+    row zero points and per-column scales; the path taken is checked, and K = 96 keeps VNNI."""
+    import emulator.ops.qlmm as plan
+
+    monkeypatch.setattr(plan, "USE_VNNI", True)
+    monkeypatch.setattr(plan, "USE_AMX", True)
+    rng = np.random.default_rng(int(a_t) + 10 * int(b_t) + 3)
+    for b_, m, k, n, a_pad in ((3, 53, 128, 70, 0), (2, 7, 64, 130, 5), (1, 5, 96, 20, 0)):
+        arrays = base_arrays(m, k, n, NP[a_t], NP[b_t], 3)
+        a_info, b_info = np.iinfo(NP[a_t]), np.iinfo(NP[b_t])
+        a_full = rng.integers(a_info.min, a_info.max + 1, (b_, m, k + a_pad)).astype(NP[a_t])
+        arrays["ATensor"] = np.ascontiguousarray(a_full[..., :k]) if not a_pad else a_full
+        arrays["BTensor"] = rng.integers(b_info.min, b_info.max + 1, (b_, k, n)).astype(NP[b_t])
+        arrays["AZeroPointTensor"] = rng.integers(0, 90, (1, m, 1)).astype(NP[a_t])
+        arrays["BScaleTensor"] = (rng.random((1, 1, n)) * 0.01 + 0.001).astype(np.float32)
+        arrays["OutputScaleTensor"] = np.full((1, 1, 1), 2.0, np.float32)
+        descs = {f: (tensor_desc(v) if v is not None else None) for f, v in arrays.items()}
+        descs["OutputTensor"] = desc(U8, [b_, m, n])
+        bound = dict(arrays)
+        if a_pad:  # A's rows k + a_pad bytes apart: packed element by element
+            descs["ATensor"] = desc(a_t, [b_, m, k], [m * (k + a_pad), k + a_pad, 1])
+            bound["ATensor"] = a_full
+            arrays["ATensor"] = np.ascontiguousarray(a_full[..., :k])
+        op = qop(descs)
+        (got,) = device.execute(op, [bound.get(f) for f in FIELDS])
+        spec, v = validate_operator(op, device.feature_level)
+        want = spec.module.reference(v.values, {f: x for f, x in arrays.items() if x is not None})
+        np.testing.assert_array_equal(got.reshape(b_, m, n), want["OutputTensor"])
+        how = plan.plan(v.values).strategy(2)
+        assert how[0] == "vnni" and how[-1] == (k % 64 == 0)
+
+
 @pytest.mark.parametrize("a_t", [I8, U8], ids=["I8", "U8"])
 def test_word_packed_rows_of_a(device, a_t):
     """K a multiple of 4 with contiguous rows: A is packed a 4-byte group at a time."""

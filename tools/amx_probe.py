@@ -11,10 +11,8 @@ the tiles stored straight into C) against NumPy's int64 product bit for bit.
 
 Measured on the 16-core Xeon (Emerald Rapids VM, LLVM 22 in llvmlite), one thread, exact,
 three runs: 1024^3 at 494-705 GOPS and 2048^3 at 595-813, against ~345 GOPS a thread for the
-VNNI path (QLMM 1024^3 at 2 threads: 3.1 ms) and fbgemm's ~570 a thread. Not yet a path of the
-emulator (issue 12): it needs A packed in 16-row tiles, 2 x 2 tile blocking so each loaded tile
-serves two tdpbusd, and a plain-vector emulation of the tile ops so the path stays testable
-everywhere.
+VNNI path (QLMM 1024^3 at 2 threads: 3.1 ms) and fbgemm's ~570 a thread. The emulator's own
+path is ``emulator/kernels/amx.py`` (QLMM, K a multiple of 64); this probe checks a machine.
 """
 
 from __future__ import annotations

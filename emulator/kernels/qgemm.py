@@ -45,7 +45,8 @@ G_AS, G_AZ, G_BS, G_BZ, G_OS, G_OZ = 9, 10, 11, 12, 13, 14
 G_A_FLIP, G_B_FLIP, G_O_FLIP = 15, 16, 17  # 128 for INT8, 0 for UINT8
 G_LO, G_HI = 18, 19  # the output type's range
 G_WORDS = 20  # 1: A rows are unit-stride, 4-byte aligned runs of K % 4 == 0 bytes
-G_SIZE = 21
+G_AMX = 21  # 1: the VNNI path's products on AMX tiles (kernels/amx.py; K % 64 == 0)
+G_SIZE = 22
 # Rows of the int64 batch table: collapsed batch sizes, then the element strides of A, B and
 # Output, then each batch's index among the distinct B matrices (0 along B's broadcast dims).
 B_SIZES, B_A, B_B, B_O, B_DISTINCT = 0, 1, 2, 3, 4

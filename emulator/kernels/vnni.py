@@ -12,6 +12,10 @@ Packing makes every INT8/UINT8 pair fit: an INT8 A is shifted to unsigned (a + 1
 to signed (b - 128); the shifts and the zero points are corrected exactly afterwards from the row
 sums of A and the column sums of B (see ``qlmm``).
 
+Where the CPU has AMX int8 tiles and K is a multiple of 64 (the plan's ``G_AMX``), the products
+are ``kernels/amx.py``'s 16 x 64 blocks instead of ``vnni_tile``: A packed row by row, the same B
+panels (already AMX's layout), the same int32 block and requantization, the same bytes.
+
 ``qlmm`` is one parallel pass over tasks of (batch, rows of A, span of column tiles). A task packs
 its B panels itself (unless ``pack_b`` packed every distinct B beforehand, for large matrices
 whose rows are split among several tasks), then for each block of BLOCK_TILES * MR rows packs A
@@ -28,6 +32,7 @@ from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from . import amx
 from .index import offsets4
 from .jit import helper, inline
 from .qgemm import (
@@ -40,6 +45,7 @@ from .qgemm import (
     G_A_FLIP,
     G_A_SK,
     G_A_SM,
+    G_AMX,
     G_AS,
     G_AZ,
     G_B_FLIP,
@@ -342,10 +348,19 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
     row_sums = i64[:BLOCK_ROWS]
     za = i64[BLOCK_ROWS:]
     block = np.empty(BLOCK_ROWS * NR, np.int32)
+    tiled = g[G_AMX] != 0  # AMX tiles (K % 64 == 0): A packed row by row
+    rows_a = np.empty(BLOCK_ROWS * size_k if tiled else 1, np.uint8)
+    if tiled:
+        amx.configure(amx.CONFIG.ctypes.data)
     for m0 in range(c * rows, m_end, BLOCK_ROWS):
         count = min(BLOCK_ROWS, m_end - m0)
-        tiles = pack_a_block(a, a32, panel, panel32, oa + m0 * a_sm, a_sm, a_sk, count, size_k,
-                             a_flip, flip32, words, a_panel, row_sums)
+        if tiled:
+            amx.pack_a_rows(a, rows_a, oa + m0 * a_sm, a_sm, a_sk, count, size_k, a_flip,
+                            row_sums)
+            tiles = 0
+        else:
+            tiles = pack_a_block(a, a32, panel, panel32, oa + m0 * a_sm, a_sm, a_sk, count,
+                                 size_k, a_flip, flip32, words, a_panel, row_sums)
         for i in range(count):
             m = m0 + i
             ratio[i], zo[i] = row_factors(m, ascale, g[G_AS], oscale, g[G_OS], ozp, g[G_OZ],
@@ -356,6 +371,11 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
                 vnni_tile(panel, np.int64(mt * a_panel), panels,
                           np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups), block,
                           np.int64(mt * MR * NR), np.int64(NR))
+            if tiled:
+                at_b = panels.ctypes.data + pbase + (t - t0) * panel_bytes
+                for r16 in range(0, count, amx.ROWS):
+                    amx.block(rows_a.ctypes.data + r16 * size_k, size_k, at_b,
+                              size_k // amx.K_STEP, block.ctypes.data + r16 * NR * 4, NR * 4)
             j0 = np.uint64((t - t0) * NR)  # unsigned indices: no wrap-around fix-up,
             w = np.uint64(min(NR, size_n - t * NR))  # which turned these loads into gathers
             for i in range(count):
@@ -380,3 +400,5 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
                                                              + nza * colf[j0 + j])
                         y[out + j * np.uint64(o_sn)] = to_byte(
                             quantize(total, r_i * bsf[j0 + j], z_i, lo, hi))
+    if tiled:
+        amx.release()

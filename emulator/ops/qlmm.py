@@ -93,6 +93,7 @@ def plan(v: SimpleNamespace) -> QLMMPlan:
 # The VNNI path is taken where the CPU has it; tests switch it off to check the portable path, or
 # force it (its micro-kernel then runs as plain vector code) to check it on any machine.
 USE_VNNI: bool | None = None  # None: where the CPU has avx512vnni
+USE_AMX: bool | None = None  # None: where the CPU has AMX int8 tiles (kernels/amx.py)
 # Scratch (see kernels/qgemm.py and kernels/vnni.py): each task holds fixed-size tiles; the VNNI
 # path may also pack every distinct B once up front, when that takes at most PREPACK_LIMIT bytes.
 # Nothing is sized by the batch count or by a broadcast dimension of A or B.
@@ -192,14 +193,16 @@ class QLMMPlan:
 
     def strategy(self, threads: int) -> tuple:
         """How to run at this thread count: ("portable", rows per task, column tiles per task)
-        or ("vnni", pack every distinct B up front?, rows per task, column tiles per task).
-        Decided once per thread count (and test switch)."""
-        key = (threads, USE_VNNI)
+        or ("vnni", pack every distinct B up front?, rows per task, column tiles per task, the
+        products on AMX tiles?). Decided once per thread count (and test switches)."""
+        key = (threads, USE_VNNI, USE_AMX)
         if key not in self.launches:
             vnni = _kernels()[1]
             wanted = vnni.HAS_VNNI if USE_VNNI is None else USE_VNNI
             if wanted and self.k <= 4 * vnni.K4_BLOCK:  # K within one exact int32 block
-                self.launches[key] = ("vnni", *self.vnni_strategy(threads))
+                tiles = vnni.amx.HAS_AMX if USE_AMX is None else USE_AMX
+                self.launches[key] = ("vnni", *self.vnni_strategy(threads),
+                                      bool(tiles) and self.k % vnni.amx.K_STEP == 0)
             else:
                 self.launches[key] = ("portable", *self.portable_strategy(threads))
         return self.launches[key]
@@ -278,7 +281,8 @@ class QLMMPlan:
             bp, cols = _NO_PANELS
             fn, nb = tasks.address(qgemm.qlmm_task, "uint8", "uint8"), qgemm.NB
         else:
-            _, prepack, rows, span = how
+            _, prepack, rows, span, tiled = how
+            self.geometry[qgemm.G_AMX] = int(tiled)
             bp, cols = reserved if reserved is not None else self.reserve()  # before any write
             if prepack:
                 vnni.pack_b(regions["BTensor"], self.distinct, self.geometry, bp, cols)
