@@ -116,8 +116,6 @@ def fill_tile(x, xs, geo, n, channel0, first, count, col, at, pitch):  # pragma:
             done += length
 
 
-
-
 @inline
 def direct_tile(x, xs, geo, w, bias, out, os, gemm, wide, n, g, first, count,
                 col):  # pragma: no cover - compiled

@@ -342,22 +342,21 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
         colf[j] = np.float64(sums[sbase + j])
         colterm[j] = -za0 * colf[j]
     m_end = min(size_m, (c + 1) * rows)
-    panel = np.empty(BLOCK_TILES * a_panel, np.uint8)
+    tiled = g[G_AMX] != 0  # AMX tiles (K % 64 == 0): A packed row by row, not in MR-row tiles
+    panel = np.empty(BLOCK_ROWS * size_k if tiled else BLOCK_TILES * a_panel, np.uint8)
     panel32 = panel.view(np.uint32)
     i64 = np.empty(2 * BLOCK_ROWS, np.int64)
     row_sums = i64[:BLOCK_ROWS]
     za = i64[BLOCK_ROWS:]
     block = np.empty(BLOCK_ROWS * NR, np.int32)
-    tiled = g[G_AMX] != 0  # AMX tiles (K % 64 == 0): A packed row by row
-    rows_a = np.empty(BLOCK_ROWS * size_k if tiled else 1, np.uint8)
     if tiled:
         amx.configure(amx.CONFIG.ctypes.data)
+    tiles = 0
     for m0 in range(c * rows, m_end, BLOCK_ROWS):
         count = min(BLOCK_ROWS, m_end - m0)
         if tiled:
-            amx.pack_a_rows(a, rows_a, oa + m0 * a_sm, a_sm, a_sk, count, size_k, a_flip,
+            amx.pack_a_rows(a, panel, oa + m0 * a_sm, a_sm, a_sk, count, size_k, a_flip,
                             row_sums)
-            tiles = 0
         else:
             tiles = pack_a_block(a, a32, panel, panel32, oa + m0 * a_sm, a_sm, a_sk, count,
                                  size_k, a_flip, flip32, words, a_panel, row_sums)
@@ -367,15 +366,16 @@ def _qlmm(task, a, b, y, ascale, bscale, oscale, azp, bzp, ozp, batch, g, bp, co
                                           g[G_O_FLIP])
             za[i] = np.int64(azp[np.uint64(m * g[G_AZ])]) ^ a_flip
         for t in range(t0, t1):
-            for mt in range(tiles):
-                vnni_tile(panel, np.int64(mt * a_panel), panels,
-                          np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups), block,
-                          np.int64(mt * MR * NR), np.int64(NR))
             if tiled:
                 at_b = panels.ctypes.data + pbase + (t - t0) * panel_bytes
                 for r16 in range(0, count, amx.ROWS):
-                    amx.block(rows_a.ctypes.data + r16 * size_k, size_k, at_b,
+                    amx.block(panel.ctypes.data + r16 * size_k, size_k, at_b,
                               size_k // amx.K_STEP, block.ctypes.data + r16 * NR * 4, NR * 4)
+            else:
+                for mt in range(tiles):
+                    vnni_tile(panel, np.int64(mt * a_panel), panels,
+                              np.int64(pbase + (t - t0) * panel_bytes), np.int64(groups),
+                              block, np.int64(mt * MR * NR), np.int64(NR))
             j0 = np.uint64((t - t0) * NR)  # unsigned indices: no wrap-around fix-up,
             w = np.uint64(min(NR, size_n - t * NR))  # which turned these loads into gathers
             for i in range(count):
